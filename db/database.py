@@ -1,0 +1,118 @@
+"""The connection pool, the embedded server for machines without one, and migrations."""
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+import psycopg
+from loguru import logger
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from db.queries import migrations, query
+
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database could not be reached within a bounded wait."""
+
+
+class Database:
+    """A pool of connections to one database. Every connection returns rows as dicts."""
+
+    def __init__(self, url: str, *, max_size: int = 10, name: str = "transcriber"):
+        self.url = url
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            name=name,
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
+        except PoolTimeout as error:
+            self._pool.close()
+            raise DatabaseUnavailable(
+                f"database unreachable at {redact(url)} within {CONNECT_TIMEOUT_SECONDS}s"
+            ) from error
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        """A connection inside one transaction: committed on success, rolled back on error."""
+        with self._pool.connection() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def migrate(self, *extra_directories: Path) -> list[int]:
+        """Apply the migrations not yet recorded, in order, each in its own transaction.
+
+        Idempotent, and safe beside running workers: an advisory lock keeps two migrators apart.
+        Returns the versions applied now.
+        """
+        applied_now = []
+        with self.transaction() as conn:
+            conn.execute(query("create_migrations_table"))
+        for version, name, text in migrations(*extra_directories):
+            with self.transaction() as conn:
+                conn.execute(query("lock_migrations"))
+                done = {row["version"] for row in conn.execute(query("applied_migrations"))}
+                if version in done:
+                    continue
+                conn.execute(text)
+                conn.execute(query("record_migration"), {"version": version, "name": name})
+                applied_now.append(version)
+                logger.info("migration {} ({}) applied", version, name)
+        return applied_now
+
+    def ping(self) -> bool:
+        try:
+            with self.transaction() as conn:
+                return conn.execute(query("ping")).fetchone()["ok"] == 1
+        except (psycopg.Error, PoolTimeout):
+            return False
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "<unparsable database URL>"
+    if "password" in info:
+        info["password"] = "***"
+    return psycopg.conninfo.make_conninfo(**info)
+
+
+def embedded_url(home: Path) -> str:
+    """Start (or join) the embedded PostgreSQL under `home` and return its URL.
+
+    The server stops when the last process using it exits. Its socket lives in its data folder,
+    so `home` should be a short path (unix sockets allow about 100 characters).
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        # it falls back to a runtime folder in /tmp when XDG_RUNTIME_DIR is unset: that is fine
+        warnings.simplefilter("ignore")
+        import pgserver  # a heavy import, needed only without a configured server
+
+        server = pgserver.get_server(home / "pgdata", cleanup_mode="stop")
+    admin = server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute(query("database_exists"), {"name": "transcriber"}).fetchone():
+            conn.execute(query("create_embedded_database"))
+    os.environ.setdefault("PGAPPNAME", "transcriber")
+    return server.get_uri("transcriber")

@@ -1,0 +1,151 @@
+-- Statements of the pipeline. Every write a claim holder makes is conditional on the record id
+-- AND this claim's token, and appends its journal event in the same statement.
+
+-- name: claim
+-- Selects the oldest eligible record of a stage and claims it under a new token, in one
+-- statement. Returns only the id and the token (INV-2), and whether the record has overstayed
+-- its stage (then the claimer halts it). stage_entered_at ties are broken by the id.
+WITH candidate AS (
+    SELECT id FROM records
+    WHERE stage = %(stage)s
+      AND halted_at IS NULL
+      AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+      AND (retry_after IS NULL OR retry_after <= now())
+    ORDER BY stage_entered_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE records r
+    SET claim_token = nextval('claim_tokens'),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+    FROM candidate c
+    WHERE r.id = c.id
+    RETURNING r.id, r.claim_token, r.stage, r.lease_expires_at,
+              r.stage_entered_at < now() - make_interval(secs => %(time_limit_seconds)s) AS overdue
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'claimed', stage,
+           jsonb_build_object('claim_token', claim_token, 'lease_expires_at', lease_expires_at)
+    FROM claimed
+)
+SELECT id, claim_token, overdue FROM claimed;
+
+-- name: read_record
+-- The step's ordinary read of the record's columns, whatever columns there are.
+SELECT * FROM records WHERE id = %(id)s;
+
+-- name: save_result
+-- Advances the record to the step's target stage with the fields the step owns ({owned}),
+-- releasing the claim and the guards of the stage it leaves.
+WITH saved AS (
+    UPDATE records
+    SET {owned},
+        stage = %(target)s,
+        stage_entered_at = now(),
+        claim_token = NULL,
+        lease_expires_at = NULL,
+        failures = 0,
+        retry_after = NULL,
+        progress_seconds = NULL,
+        updated_at = now()
+    WHERE id = %(id)s AND claim_token = %(token)s
+    RETURNING id, stage
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'advanced', stage, jsonb_build_object('claim_token', %(token)s::bigint)
+    FROM saved
+)
+SELECT id FROM saved;
+
+-- name: record_failure
+-- Counts a failed run and sets the retry pause; the claim is released so the record becomes
+-- eligible again once the pause is over.
+WITH failed AS (
+    UPDATE records
+    SET failures = failures + 1,
+        retry_after = now() + make_interval(secs => %(pause_seconds)s),
+        claim_token = NULL,
+        lease_expires_at = NULL,
+        progress_seconds = NULL,
+        updated_at = now()
+    WHERE id = %(id)s AND claim_token = %(token)s
+    RETURNING id, stage, failures, retry_after
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'failed', stage,
+           jsonb_build_object('attempt', failures, 'error', %(error)s::text,
+                              'retry_after', retry_after, 'claim_token', %(token)s::bigint)
+    FROM failed
+)
+SELECT failures, retry_after FROM failed;
+
+-- name: halt
+-- Sets the halt flag; the stage reached is kept. add_failures counts the run that caused it.
+WITH halted AS (
+    UPDATE records
+    SET halted_at = now(),
+        halt_reason = %(reason)s,
+        halt_error = %(error)s,
+        failures = failures + %(add_failures)s,
+        progress_seconds = NULL,
+        updated_at = now()
+    WHERE id = %(id)s AND claim_token = %(token)s
+    RETURNING id, stage, failures, halted_at
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'halted', stage,
+           jsonb_build_object('reason', %(reason)s::text, 'error', %(error)s::text,
+                              'attempts', failures, 'claim_token', %(token)s::bigint)
+    FROM halted
+)
+SELECT id, stage FROM halted;
+
+-- name: renew_lease
+-- Extends a running step's lease and notes its progress; refused once the claim moved on.
+UPDATE records
+SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+    progress_seconds = COALESCE(%(progress_seconds)s, progress_seconds)
+WHERE id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL
+RETURNING lease_expires_at;
+
+-- name: journal_refusal
+-- A stale holder fenced out: its write took no effect, and the journal says so.
+INSERT INTO events (record_id, origin, kind, stage, detail)
+SELECT id, 'pipeline', 'save_refused', stage,
+       jsonb_build_object('write', %(write)s::text, 'claim_token', %(token)s::bigint,
+                          'current_claim_token', claim_token)
+FROM records WHERE id = %(id)s;
+
+-- name: resume
+-- Clears the halt flag and resets every guard the domain names ({resets}), in one statement.
+WITH resumed AS (
+    UPDATE records
+    SET {resets},
+        updated_at = now()
+    WHERE id = %(id)s AND halted_at IS NOT NULL
+    RETURNING id, stage
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'human', 'resumed', stage, jsonb_build_object('by', %(by)s::text)
+    FROM resumed
+)
+SELECT stage FROM resumed;
+
+-- name: stage_of
+SELECT stage FROM records WHERE id = %(id)s;
+
+-- name: status
+-- Counts for the service owner: per stage, halted, waiting out a pause, oldest eligible age.
+SELECT stage,
+       count(*) FILTER (WHERE halted_at IS NULL) AS active,
+       count(*) FILTER (WHERE halted_at IS NOT NULL) AS halted,
+       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting,
+       count(*) FILTER (WHERE halted_at IS NULL AND lease_expires_at > now()) AS claimed,
+       extract(epoch FROM now() - min(stage_entered_at) FILTER (
+           WHERE halted_at IS NULL AND stage <> 'done'
+             AND (retry_after IS NULL OR retry_after <= now())
+             AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+       )) AS oldest_eligible_seconds
+FROM records
+GROUP BY stage
+ORDER BY stage;

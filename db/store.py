@@ -1,0 +1,311 @@
+"""The thin connector between the pipeline's rules and its SQL.
+
+Each method runs named statements from `queries/`; none builds SQL from user input. Every write
+a claim holder makes is conditional on the record id and the claim's token and reports whether
+it took effect; a refused write is journaled as `save_refused`. Each state change journals its
+event in the same statement and logs a line carrying the record id.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Iterable, Iterator
+
+import psycopg
+from loguru import logger
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from db.database import Database
+from db.queries import query, template
+from domain.claims import NO_WORK, Claim, HaltReason, NoWork
+from domain.policy import StepPolicy
+from domain.resume import NOW
+from domain.stages import Step
+
+CHUNK_BYTES = 1 << 20
+
+# The pipeline never writes these: the owner's fields, and the queue columns whose changes are
+# the store's own statements.
+NOT_STEP_FIELDS = frozenset({
+    "id", "owner_id", "title", "summary", "topics", "stage", "stage_entered_at",
+    "claim_token", "lease_expires_at", "failures", "retry_after", "halted_at", "halt_reason",
+    "halt_error", "original_blob_id", "created_at", "updated_at",
+})
+
+
+class DuplicateOwner(ValueError):
+    pass
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _record_log(record_id: int, stage: str, event: str):
+    return logger.bind(record_id=record_id, stage=stage, event=event)
+
+
+class Store:
+    def __init__(self, db: Database):
+        self.db = db
+
+    # --- the claim and the holder's writes -------------------------------------------------
+
+    def claim(self, step: Step, policy: StepPolicy) -> Claim | NoWork:
+        """Claim the oldest eligible record of the step's stage, or report no work (P1, P2).
+
+        A record found past its stage's time limit is halted here, by its claimer (P4, P5), and
+        the search goes on.
+        """
+        params = {
+            "stage": step.source.value,
+            "lease_seconds": policy.lease_seconds,
+            "time_limit_seconds": policy.time_limit_seconds,
+        }
+        while True:
+            with self.db.transaction() as conn:
+                row = conn.execute(query("claim"), params).fetchone()
+                if row is None:
+                    return NO_WORK
+                claim = Claim(row["id"], row["claim_token"], step)
+                if row["overdue"]:
+                    error = f"stayed in stage {step.source} longer than {policy.time_limit_seconds:g}s"
+                    self._halt(conn, claim, HaltReason.STAGE_TIME_LIMIT, error, 0)
+            if not row["overdue"]:
+                _record_log(claim.record_id, step.source, "claimed").info(
+                    "record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds
+                )
+                return claim
+            self._log_halt(claim, step.source, HaltReason.STAGE_TIME_LIMIT, error)
+
+    def read_record(self, record_id: int) -> dict | None:
+        with self.db.transaction() as conn:
+            return conn.execute(query("read_record"), {"id": record_id}).fetchone()
+
+    def save_result(self, claim: Claim, fields: dict[str, object]) -> bool:
+        """Advance the record with the fields its step owns, only while the claim is its own (P3)."""
+        forbidden = sorted(set(fields) & NOT_STEP_FIELDS)
+        if forbidden or not fields:
+            raise ValueError(f"a step may not save {forbidden or 'nothing'}")
+        owned = sql.SQL(", ").join(
+            sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(f"f_{name}"))
+            for name in sorted(fields)
+        )
+        statement = sql.SQL(template("save_result")).format(owned=owned)
+        params = {f"f_{name}": _adapt(value) for name, value in fields.items()}
+        params.update(id=claim.record_id, token=claim.token, target=claim.step.target.value)
+        with self.db.transaction() as conn:
+            saved = conn.execute(statement, params).fetchone() is not None
+            if not saved:
+                self._refuse(conn, claim, "save")
+        if saved:
+            _record_log(claim.record_id, claim.step.target, "advanced").info(
+                "record {} reached {}", claim.record_id, claim.step.target
+            )
+        return saved
+
+    def record_failure(self, claim: Claim, error: str, pause_seconds: float) -> bool:
+        """Count a failed run and set its retry pause, under the claim's token (P4)."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                query("record_failure"),
+                {"id": claim.record_id, "token": claim.token, "error": error, "pause_seconds": pause_seconds},
+            ).fetchone()
+            if row is None:
+                self._refuse(conn, claim, "failure")
+        if row is not None:
+            _record_log(claim.record_id, claim.step.source, "failed").warning(
+                "record {} failed {} (attempt {}), retry in {:g}s: {}",
+                claim.record_id, claim.step, row["failures"], pause_seconds, error,
+            )
+        return row is not None
+
+    def halt(self, claim: Claim, reason: HaltReason, error: str, *, count_failure: bool = False) -> bool:
+        """Set the halt flag under the claim's token; the reached stage is kept (P5)."""
+        with self.db.transaction() as conn:
+            halted = self._halt(conn, claim, reason, error, 1 if count_failure else 0)
+            if not halted:
+                self._refuse(conn, claim, "halt")
+        if halted:
+            self._log_halt(claim, claim.step.source, reason, error)
+        return halted
+
+    def renew_lease(self, claim: Claim, lease_seconds: float, progress_seconds: float | None = None) -> bool:
+        """Extend the lease of a running step; False once the claim is no longer its own."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                query("renew_lease"),
+                {"id": claim.record_id, "token": claim.token, "lease_seconds": lease_seconds,
+                 "progress_seconds": progress_seconds},
+            ).fetchone()
+            if row is None:
+                self._refuse(conn, claim, "renew_lease")
+        return row is not None
+
+    def _halt(self, conn: psycopg.Connection, claim: Claim, reason: HaltReason, error: str, add: int) -> bool:
+        row = conn.execute(
+            query("halt"),
+            {"id": claim.record_id, "token": claim.token, "reason": reason.value, "error": error,
+             "add_failures": add},
+        ).fetchone()
+        return row is not None
+
+    def _refuse(self, conn: psycopg.Connection, claim: Claim, write: str) -> None:
+        conn.execute(query("journal_refusal"), {"id": claim.record_id, "token": claim.token, "write": write})
+        _record_log(claim.record_id, claim.step.source, "save_refused").warning(
+            "record {}: {} of a stale {} claim refused (the claim moved on)", claim.record_id, write, claim.step
+        )
+
+    @staticmethod
+    def _log_halt(claim: Claim, stage: str, reason: HaltReason, error: str) -> None:
+        _record_log(claim.record_id, stage, "halted").bind(reason=reason.value).error(
+            "record {} halted at stage {}: {} ({})", claim.record_id, stage, reason, error
+        )
+
+    # --- resume (the domain names the guards; this is the one statement that resets them) ----
+
+    def resume(self, record_id: int, resets: dict[str, object], by: str = "operator") -> str | None:
+        assignments = sql.SQL(", ").join(
+            sql.SQL("{} = now()").format(sql.Identifier(column))
+            if value is NOW
+            else sql.SQL("{} = {}").format(sql.Identifier(column), sql.Placeholder(f"r_{column}"))
+            for column, value in resets.items()
+        )
+        params = {f"r_{c}": v for c, v in resets.items() if v is not NOW}
+        params.update(id=record_id, by=by)
+        with self.db.transaction() as conn:
+            row = conn.execute(sql.SQL(template("resume")).format(resets=assignments), params).fetchone()
+        if row is None:
+            return None
+        _record_log(record_id, row["stage"], "resumed").info(
+            "record {} resumed by a human at stage {}", record_id, row["stage"]
+        )
+        return row["stage"]
+
+    def stage_of(self, record_id: int) -> str | None:
+        with self.db.transaction() as conn:
+            row = conn.execute(query("stage_of"), {"id": record_id}).fetchone()
+        return row["stage"] if row else None
+
+    # --- owners -------------------------------------------------------------------------------
+
+    def add_owner(self, name: str) -> str:
+        """Create an owner and return its API token; only its hash is stored."""
+        token = secrets.token_urlsafe(32)
+        try:
+            with self.db.transaction() as conn:
+                conn.execute(query("create_owner"), {"name": name, "token_hash": hash_token(token)})
+        except psycopg.errors.UniqueViolation as error:
+            raise DuplicateOwner(f"an owner named {name!r} already exists") from error
+        logger.info("owner {} added", name)
+        return token
+
+    def owner_by_name(self, name: str) -> dict | None:
+        with self.db.transaction() as conn:
+            return conn.execute(query("owner_by_name"), {"name": name}).fetchone()
+
+    def owner_by_token(self, token: str) -> dict | None:
+        # The lookup goes by the token's hash: equal hashes found by the index reveal nothing
+        # about the token's prefix, so the comparison takes no time that depends on the secret.
+        with self.db.transaction() as conn:
+            return conn.execute(query("owner_by_token_hash"), {"token_hash": hash_token(token)}).fetchone()
+
+    # --- audio blobs and intake ---------------------------------------------------------------
+
+    def write_blob(self, conn: psycopg.Connection, pieces: Iterable[bytes], media_type: str) -> tuple[int, int]:
+        """Store a byte stream as a blob in chunks, inside the caller's transaction."""
+        blob_id = conn.execute(query("create_blob"), {"media_type": media_type}).fetchone()["id"]
+        seq = 0
+        for chunk in _rechunk(pieces, CHUNK_BYTES):
+            conn.execute(query("append_chunk"), {"blob_id": blob_id, "seq": seq, "data": chunk})
+            seq += 1
+        size = conn.execute(query("finish_blob"), {"blob_id": blob_id}).fetchone()["size_bytes"]
+        return blob_id, size
+
+    def store_blob(self, pieces: Iterable[bytes], media_type: str) -> tuple[int, int]:
+        with self.db.transaction() as conn:
+            return self.write_blob(conn, pieces, media_type)
+
+    def read_blob(self, blob_id: int, batch: int = 4) -> Iterator[bytes]:
+        """The blob's bytes, chunk by chunk; a few chunks are fetched per round trip."""
+        seq = 0
+        while True:
+            with self.db.transaction() as conn:
+                rows = conn.execute(query("read_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
+            for row in rows:
+                yield bytes(row["data"])
+            if len(rows) < batch:
+                return
+            seq = rows[-1]["seq"] + 1
+
+    def delete_blob(self, blob_id: int) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(query("delete_blob"), {"blob_id": blob_id})
+
+    def delete_orphan_blobs(self, older_than_seconds: float) -> int:
+        with self.db.transaction() as conn:
+            return len(conn.execute(query("delete_orphan_blobs"), {"older_than_seconds": older_than_seconds}).fetchall())
+
+    def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
+               media_type: str = "application/octet-stream") -> int:
+        """Store the original audio and create its record at stage created, in one transaction."""
+        with self.db.transaction() as conn:
+            blob_id, size = self.write_blob(conn, pieces, media_type)
+            if size == 0:
+                raise ValueError("the file is empty")
+            record_id = conn.execute(
+                query("accept_record"),
+                {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
+                 "size_bytes": size},
+            ).fetchone()["id"]
+        _record_log(record_id, "created", "accepted").info("record {} accepted ({} bytes)", record_id, size)
+        return record_id
+
+    # --- the owner's and the operator's reads -------------------------------------------------
+
+    def card_row(self, record_id: int, owner_id: int | None = None) -> dict | None:
+        with self.db.transaction() as conn:
+            return conn.execute(query("card"), {"id": record_id, "owner_id": owner_id}).fetchone()
+
+    def list_card_rows(self, owner_id: int, limit: int, offset: int) -> tuple[list[dict], int]:
+        with self.db.transaction() as conn:
+            rows = conn.execute(query("list_cards"), {"owner_id": owner_id, "limit": limit, "offset": offset}).fetchall()
+            total = conn.execute(query("count_records"), {"owner_id": owner_id}).fetchone()["total"]
+        return rows, total
+
+    def edit(self, record_id: int, owner_id: int, *, title: str | None = None, summary: str | None = None,
+             topics: list[str] | None = None) -> bool:
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                query("edit_record"),
+                {"id": record_id, "owner_id": owner_id, "title": title, "summary": summary, "topics": topics},
+            ).fetchone()
+        return row is not None
+
+    def transcript(self, record_id: int, owner_id: int | None = None) -> dict | None:
+        with self.db.transaction() as conn:
+            return conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
+
+    def events(self, record_id: int) -> list[dict]:
+        with self.db.transaction() as conn:
+            return conn.execute(query("events"), {"id": record_id}).fetchall()
+
+    def status(self) -> list[dict]:
+        with self.db.transaction() as conn:
+            return conn.execute(query("status")).fetchall()
+
+
+def _adapt(value: object) -> object:
+    return Jsonb(value) if isinstance(value, (dict, list)) else value
+
+
+def _rechunk(pieces: Iterable[bytes], size: int) -> Iterator[bytes]:
+    buffer = bytearray()
+    for piece in pieces:
+        buffer += piece
+        while len(buffer) >= size:
+            yield bytes(buffer[:size])
+            del buffer[:size]
+    if buffer:
+        yield bytes(buffer)

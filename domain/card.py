@@ -1,0 +1,43 @@
+"""The record card: what an owner (and the operator) sees of a record."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def card(row: dict, now: datetime | None = None) -> dict:
+    """The card of a record from its columns: stage, halt flag with reason, attempts, pause."""
+    now = now or datetime.now(timezone.utc)
+    retry_after = row["retry_after"]
+    waiting = retry_after is not None and retry_after > now and row["halted_at"] is None
+    halt = None
+    if row["halted_at"] is not None:
+        halt = {"at": _iso(row["halted_at"]), "reason": row["halt_reason"], "error": row["halt_error"]}
+    record_id = row["id"]
+    return {
+        "id": record_id,
+        "title": row["title"],
+        "summary": row["summary"],
+        "topics": list(row["topics"]),
+        "stage": row["stage"],
+        "halt": halt,
+        "attempts": row["failures"],
+        "retry_after": _iso(retry_after) if waiting else None,
+        "retry_in_seconds": round((retry_after - now).total_seconds(), 1) if waiting else None,
+        "created_at": _iso(row["created_at"]),
+        "updated_at": _iso(row["updated_at"]),
+        "source_name": row["source_name"],
+        "duration_seconds": row["duration_seconds"],
+        "progress_seconds": row["progress_seconds"],
+        "engine": row["engine"],
+        "links": {
+            "self": f"/records/{record_id}",
+            "text": f"/records/{record_id}/text",
+            "srt": f"/records/{record_id}/text?format=srt",
+            "vtt": f"/records/{record_id}/text?format=vtt",
+            "json": f"/records/{record_id}/text?format=json",
+        },
+    }

@@ -1,0 +1,61 @@
+"""What a claim hands a worker, and why a record may stop."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from domain.stages import Step
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of one record for one step run.
+
+    It carries the record id and this claim's token, never the record's columns (INV-2): the
+    step reads those itself, so a column added to records never has to pass through the claim.
+    """
+
+    record_id: int
+    token: int
+    step: Step
+
+
+class NoWork:
+    """The distinct "no work now" result of an empty claim (P1): not an error, not a failure."""
+
+    _instance: NoWork | None = None
+
+    def __new__(cls) -> NoWork:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_WORK"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_WORK = NoWork()
+
+
+class HaltReason(enum.StrEnum):
+    """The closed set of reasons a record is halted; the names are stable machine names."""
+
+    ATTEMPTS_EXHAUSTED = "attempts_exhausted"
+    STAGE_TIME_LIMIT = "stage_time_limit"
+    UNDECODABLE_AUDIO = "undecodable_audio"
+    AUDIO_MISSING = "audio_missing"
+
+
+class PermanentStepError(Exception):
+    """A step error that no retry can mend; the record is halted at once with `reason`."""
+
+    def __init__(self, reason: HaltReason, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class ClaimLost(Exception):
+    """Raised inside a running step when its claim is no longer its own (P3)."""

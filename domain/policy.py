@@ -1,0 +1,37 @@
+"""Per-step policy: lease, time limit in the stage, attempts and the retry pause."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from domain.stages import Step
+
+# A pause never grows past a day: beyond that a retry is no longer a retry but a forgotten record.
+MAX_PAUSE_SECONDS = 24 * 3600
+
+
+@dataclass(frozen=True)
+class StepPolicy:
+    lease_seconds: float
+    time_limit_seconds: float
+    max_attempts: int
+    backoff_seconds: float
+
+    def pause_after(self, failures: int) -> float:
+        """The retry pause after the `failures`-th failure: it doubles with every failure."""
+        return min(self.backoff_seconds * 2 ** max(failures - 1, 0), MAX_PAUSE_SECONDS)
+
+    def exhausted(self, failures: int) -> bool:
+        return failures >= self.max_attempts
+
+    @property
+    def renew_every_seconds(self) -> float:
+        """A running step renews its lease at a third of it: two renewals may be lost in a row."""
+        return self.lease_seconds / 3
+
+
+# Defaults: a lease long enough for a slow machine between renewals, and a time limit in the stage
+# generous enough that a record waiting behind a backlog is not halted merely for waiting.
+DEFAULT_LEASE_SECONDS = {Step.CONVERT: 120.0, Step.RECOGNIZE: 300.0}
+DEFAULT_TIME_LIMIT_SECONDS = {Step.CONVERT: 24 * 3600.0, Step.RECOGNIZE: 72 * 3600.0}
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_BACKOFF_SECONDS = 10.0

@@ -1,0 +1,163 @@
+"""Test fixtures: a real PostgreSQL, a fresh database per test, no mocks of the database.
+
+The server is the one already listening on 127.0.0.1:5432 when there is one (this machine and
+CI); otherwise an embedded server (pgserver) is started for the session in a short directory.
+Migrations are applied once to a template database that every test's database is cloned from.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from pytest_postgresql import factories
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from db import Database, Store  # noqa: E402
+from transcriber import logs  # noqa: E402
+
+_embedded = {}
+
+
+def _server_listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            pass
+        with psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", connect_timeout=3):
+            return True
+    except OSError:
+        return False
+    except psycopg.Error:
+        return False
+
+
+def pytest_configure(config):
+    option = config.option
+    if getattr(option, "postgresql_host", None) and os.environ.get("TRANSCRIBER_TEST_PG") != "embedded":
+        return
+    if os.environ.get("TRANSCRIBER_TEST_PG") != "embedded" and _server_listening("127.0.0.1", 5432):
+        option.postgresql_host, option.postgresql_port, option.postgresql_user = "127.0.0.1", 5432, "postgres"
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        directory = Path(tempfile.mkdtemp(prefix="trpg", dir="/tmp"))
+        server = pgserver.get_server(directory / "d", cleanup_mode="delete")
+    info = server.get_postmaster_info()
+    _embedded.update(server=server, directory=directory)
+    option.postgresql_host = str(info.socket_dir)
+    option.postgresql_port = info.port
+    option.postgresql_user = "postgres"
+
+
+def pytest_unconfigure(config):
+    if _embedded:
+        _embedded["server"].cleanup()
+        shutil.rmtree(_embedded["directory"], ignore_errors=True)
+
+
+def conninfo(host, port, user, dbname, password=None) -> str:
+    return psycopg.conninfo.make_conninfo(
+        host=str(host), port=str(port), user=user, dbname=dbname, password=password or None
+    )
+
+
+def apply_migrations(host, port, user, dbname, password=None, **_):
+    with Database(conninfo(host, port, user, dbname, password), max_size=1) as db:
+        db.migrate()
+
+
+postgresql_noproc = factories.postgresql_noproc(load=[apply_migrations])
+postgresql = factories.postgresql("postgresql_noproc")
+
+
+@pytest.fixture(autouse=True)
+def quiet_logs():
+    logs.configure(level="WARNING")
+    yield
+
+
+@pytest.fixture
+def database_url(postgresql) -> str:
+    """The URL of this test's own fresh, migrated database."""
+    info = postgresql.info
+    return conninfo(info.host, info.port, info.user, info.dbname, info.password)
+
+
+@pytest.fixture
+def db(database_url):
+    database = Database(database_url, max_size=12)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def store(db) -> Store:
+    return Store(db)
+
+
+@pytest.fixture
+def owner(store) -> dict:
+    store.add_owner("alice")
+    return store.owner_by_name("alice")
+
+
+def add_record(store: Store, owner: dict, payload: bytes = b"not really audio", title: str = "") -> int:
+    """A record accepted at stage `created` (the bytes matter only to the audio steps)."""
+    return store.accept(owner["id"], [payload], title=title, source_name="sample.bin")
+
+
+@pytest.fixture
+def env(database_url, tmp_path) -> dict:
+    """An environment for `transcriber` subprocesses pointed at this test's database."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    environment.update(TRANSCRIBER_DATABASE_URL=database_url, TRANSCRIBER_HOME=str(tmp_path / "home"))
+    environment["PYTHONPATH"] = str(ROOT) + os.pathsep + environment.get("PYTHONPATH", "")
+    return environment
+
+
+def policy(lease=60.0, time_limit=3600.0, max_attempts=3, backoff=10.0):
+    from domain.policy import StepPolicy
+
+    return StepPolicy(lease_seconds=lease, time_limit_seconds=time_limit, max_attempts=max_attempts,
+                      backoff_seconds=backoff)
+
+
+def kinds(store: Store, record_id: int) -> list[str]:
+    return [event["kind"] for event in store.events(record_id)]
+
+
+def run_together(count: int, work):
+    """Run `work(i)` in `count` threads released at once by a barrier; return their results."""
+    import threading
+
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+    errors: list = []
+
+    def body(i):
+        try:
+            barrier.wait(timeout=30)
+            results[i] = work(i)
+        except BaseException as error:  # reported to the test below
+            errors.append(error)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    if errors:
+        raise errors[0]
+    return results

@@ -1,0 +1,78 @@
+"""Attempts, a growing pause, and halting when they run out or the stage takes too long (P4)."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from conftest import add_record, kinds, policy
+from domain.claims import NO_WORK, HaltReason
+from domain.stages import Step
+
+
+def fail_once(store, step_policy, error):
+    """What a worker does with a failed run: count it, or halt once attempts are exhausted."""
+    claim = store.claim(Step.CONVERT, step_policy)
+    failures = store.read_record(claim.record_id)["failures"] + 1
+    if step_policy.exhausted(failures):
+        assert store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, error, count_failure=True)
+    else:
+        assert store.record_failure(claim, error, step_policy.pause_after(failures))
+    return claim
+
+
+def test_pause_grows_with_the_count():
+    """P4: the retry pause doubles with each failure and is capped."""
+    p = policy(backoff=10)
+    assert [p.pause_after(n) for n in (1, 2, 3, 4)] == [10, 20, 40, 80]
+    assert p.pause_after(40) == 24 * 3600
+
+
+def test_failure_counts_and_pauses_the_record(store, owner, db):
+    """P4: a failed run counts on the record, sets a growing pause, and the record is not
+    eligible until the pause is over."""
+    record_id = add_record(store, owner)
+    p = policy(backoff=100, max_attempts=5)
+    fail_once(store, p, "first")
+    row = store.read_record(record_id)
+    assert row["failures"] == 1 and row["claim_token"] is None
+    first_pause = (row["retry_after"] - row["updated_at"]).total_seconds()
+    assert 99 <= first_pause <= 101
+    assert store.claim(Step.CONVERT, p) is NO_WORK  # waiting out the pause
+
+    with db.transaction() as conn:  # let the pause pass
+        conn.execute("UPDATE records SET retry_after = now() - interval '1 second'")
+    fail_once(store, p, "second")
+    row = store.read_record(record_id)
+    assert row["failures"] == 2
+    assert 199 <= (row["retry_after"] - row["updated_at"]).total_seconds() <= 201
+
+
+def test_exhausted_attempts_halt_with_last_error(store, owner, db):
+    """P4: when failures are exhausted the claimer halts the record with attempts_exhausted and
+    the last error text; the stage reached is kept."""
+    record_id = add_record(store, owner)
+    p = policy(backoff=0, max_attempts=3)
+    for attempt in range(3):
+        fail_once(store, p, f"error number {attempt + 1}")
+    row = store.read_record(record_id)
+    assert row["halt_reason"] == "attempts_exhausted"
+    assert row["halt_error"] == "error number 3"
+    assert row["failures"] == 3
+    assert row["stage"] == "created"
+    assert store.claim(Step.CONVERT, p) is NO_WORK
+    assert kinds(store, record_id).count("failed") == 2
+    assert kinds(store, record_id)[-1] == "halted"
+
+
+def test_stage_time_limit_halts_on_claim(store, owner, db):
+    """P4: a record past its stage's time limit is halted by the claimer that finds it, with its
+    own reason; the claim goes on to the next record."""
+    old_id = add_record(store, owner)
+    fresh_id = add_record(store, owner)
+    with db.transaction() as conn:
+        conn.execute("UPDATE records SET stage_entered_at = now() - interval '2 hours' WHERE id = %s", [old_id])
+    claim = store.claim(Step.CONVERT, policy(time_limit=3600))
+    assert claim.record_id == fresh_id
+    old = store.read_record(old_id)
+    assert old["halt_reason"] == HaltReason.STAGE_TIME_LIMIT
+    assert "3600" in old["halt_error"]
+    assert kinds(store, old_id)[-2:] == ["claimed", "halted"]

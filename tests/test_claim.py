@@ -1,0 +1,128 @@
+"""The claim: atomic, fenced by a unique token, deterministic in order (P1, P2, INV-2)."""
+from __future__ import annotations
+
+import threading
+import time
+
+from conftest import add_record, kinds, policy, run_together
+from domain.claims import NO_WORK, Claim, HaltReason
+from domain.resume import resume
+from domain.stages import Step
+
+
+def test_empty_claim_is_no_work_not_an_error(store):
+    """P1: an empty claim returns the distinct no-work value; it raises nothing, logs nothing."""
+    result = store.claim(Step.CONVERT, policy())
+    assert result is NO_WORK
+    assert not result
+    assert repr(result) == "NO_WORK"
+
+
+def test_three_claims_at_once_one_wins(store, owner):
+    """P2-S1: three concurrent claims for one eligible record: exactly one gets it."""
+    record_id = add_record(store, owner)
+    for _ in range(5):  # repeat the race: a lucky interleaving must not make it pass
+        results = run_together(3, lambda i: store.claim(Step.CONVERT, policy(lease=0.2)))
+        winners = [r for r in results if isinstance(r, Claim)]
+        assert len(winners) == 1
+        assert winners[0].record_id == record_id
+        assert results.count(NO_WORK) == 2
+        time.sleep(0.3)  # let the lease run out for the next round
+    assert kinds(store, record_id).count("claimed") == 5
+
+
+def test_claimed_record_not_issued_twice(store, owner):
+    """P2-S2: a record claimed under an unexpired lease is not issued to the next claim."""
+    first_id = add_record(store, owner)
+    second_id = add_record(store, owner)
+    first = store.claim(Step.CONVERT, policy())
+    assert first.record_id == first_id
+    second = store.claim(Step.CONVERT, policy())
+    assert second.record_id == second_id
+    assert store.claim(Step.CONVERT, policy()) is NO_WORK
+
+
+def test_claim_returns_id_and_token_only(store, owner):
+    """P2-S3: the claim returns the record id and this claim's token; the step reads columns separately."""
+    record_id = add_record(store, owner, title="meeting")
+    claim = store.claim(Step.CONVERT, policy())
+    assert isinstance(claim, Claim)
+    assert (claim.record_id, claim.step) == (record_id, Step.CONVERT)
+    assert isinstance(claim.token, int)
+    assert not hasattr(claim, "title") and not hasattr(claim, "stage")
+    row = store.read_record(claim.record_id)
+    assert row["title"] == "meeting"
+    assert row["claim_token"] == claim.token
+    assert row["lease_expires_at"] is not None
+
+
+def test_reissued_claim_has_a_new_token(store, owner):
+    """P2-S4: after a human resumes a claimed record, another worker's claim carries a new token."""
+    add_record(store, owner)
+    first = store.claim(Step.CONVERT, policy())
+    assert store.halt(first, HaltReason.UNDECODABLE_AUDIO, "bad header")
+    resume(store, first.record_id)
+    second = store.claim(Step.CONVERT, policy())
+    assert second.record_id == first.record_id
+    assert second.token != first.token
+    assert second.token > first.token  # tokens order: the stale holder is recognisably older
+
+
+def test_reissued_after_lease_expiry_has_a_new_token(store, owner):
+    """P2-S4 (lease variant): a claim re-issued after the lease ran out has a new token."""
+    add_record(store, owner)
+    first = store.claim(Step.CONVERT, policy(lease=0.2))
+    time.sleep(0.3)
+    second = store.claim(Step.CONVERT, policy())
+    assert second.record_id == first.record_id and second.token > first.token
+
+
+def test_lease_belongs_to_the_stage(store, owner):
+    """P2: the lease is written at claim time from the claimed step's policy, as a value."""
+    record_id = add_record(store, owner)
+    claim = store.claim(Step.CONVERT, policy(lease=1234))
+    row = store.read_record(record_id)
+    seconds = (row["lease_expires_at"] - row["updated_at"]).total_seconds()
+    assert 1200 < seconds < 1300
+    assert store.claim(Step.RECOGNIZE, policy()) is NO_WORK  # a created record is not recognised
+    assert claim.step is Step.CONVERT
+
+
+def test_selection_order_is_stage_entry_then_id(store, owner, db):
+    """P2: records entering the stage at the same moment are claimed in id order."""
+    ids = [add_record(store, owner) for _ in range(5)]
+    with db.transaction() as conn:
+        # The same stage-entry time for all, written in reverse id order so that the table's
+        # physical order is the reverse too: only the id tie-breaker gives ascending ids.
+        for record_id in reversed(ids):
+            conn.execute("UPDATE records SET stage_entered_at = date_trunc('minute', now()) "
+                         "WHERE id = %s", [record_id])
+    claimed = [store.claim(Step.CONVERT, policy()).record_id for _ in ids]
+    assert claimed == sorted(ids)
+
+
+def test_stress_every_record_claimed_and_saved_once(store, owner):
+    """P2-S1 at scale: 200 records, 8 concurrent claimers looping until empty: each record claimed
+    and saved exactly once, no save refused, every claimer ends with no work."""
+    ids = {add_record(store, owner) for _ in range(200)}
+    saved: list[int] = []
+    lock = threading.Lock()
+
+    def claimer(_):
+        while True:
+            claim = store.claim(Step.CONVERT, policy())
+            if claim is NO_WORK:
+                return claim
+            assert store.save_result(claim, {"duration_seconds": 1.0})
+            with lock:
+                saved.append(claim.record_id)
+
+    results = run_together(8, claimer)
+    assert results == [NO_WORK] * 8
+    assert sorted(saved) == sorted(ids)
+    for record_id in ids:
+        journal = kinds(store, record_id)
+        assert journal.count("claimed") == 1
+        assert journal.count("advanced") == 1
+        assert "save_refused" not in journal
+    assert store.claim(Step.CONVERT, policy()) is NO_WORK

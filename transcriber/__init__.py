@@ -1,0 +1,1 @@
+"""The application shell: configuration, logging, the command line and process wiring."""

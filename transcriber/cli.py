@@ -1,0 +1,177 @@
+"""The `transcriber` command line. Each command calls the same functions the HTTP API calls."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from loguru import logger
+
+from db import DatabaseUnavailable, Store
+from db.store import DuplicateOwner
+from domain.card import card
+from domain.resume import NotHalted, UnknownRecord, resume
+from transcriber import config, logs
+from transcriber.intake import IntakeError
+from transcriber.runtime import open_store
+
+EXIT_USAGE = 2
+
+
+class UserError(Exception):
+    """A mistake the user can mend: printed as one line, exit status 2."""
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _record_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a record id is a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a record id is positive, got {text!r}")
+    return value
+
+
+def cmd_migrate(args, settings) -> int:
+    from transcriber.runtime import open_database
+
+    db = open_database(settings, migrate=False)
+    applied = db.migrate()
+    print(f"migrations applied: {', '.join(map(str, applied))}" if applied else "schema is up to date")
+    return 0
+
+
+def cmd_owner_add(args, settings) -> int:
+    store = open_store(settings)
+    try:
+        token = store.add_owner(args.name)
+    except DuplicateOwner as error:
+        raise UserError(str(error)) from None
+    print(f"owner {args.name} created; API token (shown once, keep it):")
+    print(token)
+    return 0
+
+
+def cmd_submit(args, settings) -> int:
+    from transcriber.intake import submit_file
+    store = open_store(settings)
+    record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title)
+    print(record_id)
+    return 0
+
+
+def _card_or_fail(store: Store, record_id: int) -> dict:
+    row = store.card_row(record_id)
+    if row is None:
+        raise UserError(f"no record with id {record_id}")
+    return card(row)
+
+
+def cmd_card(args, settings) -> int:
+    _print_json(_card_or_fail(open_store(settings), args.id))
+    return 0
+
+
+def cmd_events(args, settings) -> int:
+    store = open_store(settings)
+    _card_or_fail(store, args.id)
+    for event in store.events(args.id):
+        _print_json({**event, "at": event["at"].isoformat()})
+    return 0
+
+
+def cmd_status(args, settings) -> int:
+    rows = open_store(settings).status()
+    if args.json:
+        _print_json(rows)
+        return 0
+    print(f"{'stage':<10} {'active':>7} {'claimed':>8} {'waiting':>8} {'halted':>7}  oldest eligible")
+    for row in rows:
+        age = row["oldest_eligible_seconds"]
+        print(f"{row['stage']:<10} {row['active']:>7} {row['claimed']:>8} {row['waiting']:>8} {row['halted']:>7}  "
+              f"{'-' if age is None else f'{float(age):.0f}s'}")
+    if not rows:
+        print("no records yet")
+    return 0
+
+
+def cmd_resume(args, settings) -> int:
+    return resume_command(args.id, settings)
+
+
+def resume_command(record_id: int, settings) -> int:
+    """Resume a halted record through the domain (P5); shared by `transcriber resume` and the script."""
+    store = open_store(settings)
+    try:
+        stage = resume(store, record_id)
+    except (UnknownRecord, NotHalted) as error:
+        raise UserError(str(error)) from None
+    print(f"record {record_id} resumed at stage {stage}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transcriber", description="Self-hosted speech-to-text.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("migrate", help="apply schema migrations (idempotent)")
+    p.set_defaults(run=cmd_migrate)
+
+    owner = sub.add_parser("owner", help="manage owners").add_subparsers(dest="owner_command", required=True)
+    p = owner.add_parser("add", help="create an owner and print its API token once")
+    p.add_argument("name")
+    p.set_defaults(run=cmd_owner_add)
+
+    p = sub.add_parser("submit", help="accept a recording into the pipeline; prints its id")
+    p.add_argument("file")
+    p.add_argument("--owner", required=True)
+    p.add_argument("--title", default="")
+    p.set_defaults(run=cmd_submit)
+
+    p = sub.add_parser("card", help="print a record's card as JSON")
+    p.add_argument("id", type=_record_id)
+    p.set_defaults(run=cmd_card)
+
+    p = sub.add_parser("events", help="print a record's event journal as JSON lines")
+    p.add_argument("id", type=_record_id)
+    p.set_defaults(run=cmd_events)
+
+    p = sub.add_parser("status", help="counts per stage, halted, waiting, oldest eligible age")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("resume", help="return a halted record to work from its stage")
+    p.add_argument("id", type=_record_id)
+    p.set_defaults(run=cmd_resume)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = config.load()
+    except config.ConfigError as error:
+        print(f"transcriber: configuration error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    logs.configure(level="DEBUG" if args.verbose else "WARNING", json_path=settings.log_json)
+    try:
+        return args.run(args, settings)
+    except (UserError, IntakeError) as error:
+        print(f"transcriber: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except DatabaseUnavailable as error:
+        print(f"transcriber: {error}", file=sys.stderr)
+        return 1
+    finally:
+        logger.complete()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
