@@ -143,6 +143,16 @@ class Store:
                 self._refuse(conn, claim, "renew_lease")
         return row is not None
 
+    def release(self, claim: Claim) -> bool:
+        """Give the claim back unfinished, so the record need not wait out the lease."""
+        with self.db.transaction() as conn:
+            released = conn.execute(query("release"), {"id": claim.record_id, "token": claim.token}).fetchone()
+        if released:
+            _record_log(claim.record_id, claim.step.source, "released").info(
+                "record {} released unfinished by a stopping {} worker", claim.record_id, claim.step
+            )
+        return released is not None
+
     def _halt(self, conn: psycopg.Connection, claim: Claim, reason: HaltReason, error: str, add: int) -> bool:
         row = conn.execute(
             query("halt"),

@@ -25,6 +25,8 @@ def card(row: dict, now: datetime | None = None) -> dict:
         "stage": row["stage"],
         "halt": halt,
         "attempts": row["failures"],
+        "working": row["halted_at"] is None and row["lease_expires_at"] is not None
+        and row["lease_expires_at"] > now,
         "retry_after": _iso(retry_after) if waiting else None,
         "retry_in_seconds": round((retry_after - now).total_seconds(), 1) if waiting else None,
         "created_at": _iso(row["created_at"]),

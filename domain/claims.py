@@ -46,7 +46,6 @@ class HaltReason(enum.StrEnum):
     ATTEMPTS_EXHAUSTED = "attempts_exhausted"
     STAGE_TIME_LIMIT = "stage_time_limit"
     UNDECODABLE_AUDIO = "undecodable_audio"
-    AUDIO_MISSING = "audio_missing"
 
 
 class PermanentStepError(Exception):
@@ -59,3 +58,7 @@ class PermanentStepError(Exception):
 
 class ClaimLost(Exception):
     """Raised inside a running step when its claim is no longer its own (P3)."""
+
+
+class Abandoned(Exception):
+    """Raised inside a running step when its worker is shutting down: it saves nothing."""

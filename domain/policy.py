@@ -7,6 +7,7 @@ from domain.stages import Step
 
 # A pause never grows past a day: beyond that a retry is no longer a retry but a forgotten record.
 MAX_PAUSE_SECONDS = 24 * 3600
+RENEW_AT_MOST_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,9 @@ class StepPolicy:
 
     @property
     def renew_every_seconds(self) -> float:
-        """A running step renews its lease at a third of it: two renewals may be lost in a row."""
-        return self.lease_seconds / 3
+        """A running step renews its lease at a third of it, so two renewals may be lost in a
+        row; and at least every RENEW_AT_MOST seconds, which also keeps the card's progress fresh."""
+        return min(self.lease_seconds / 3, RENEW_AT_MOST_SECONDS)
 
 
 # Defaults: a lease long enough for a slow machine between renewals, and a time limit in the stage

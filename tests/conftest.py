@@ -161,3 +161,25 @@ def run_together(count: int, work):
     if errors:
         raise errors[0]
     return results
+
+
+def settings(**overrides):
+    """Service settings as the environment would give them, with TRANSCRIBER_* overrides."""
+    from transcriber import config
+
+    return config.load({f"TRANSCRIBER_{k.upper()}": str(v) for k, v in overrides.items()})
+
+
+def work_until_idle(store, the_settings, limit=50):
+    """Run steps the way workers do until neither step finds work; return the outcomes."""
+    from actors.work import run_once
+    from domain.claims import NO_WORK
+    from domain.stages import Step
+
+    outcomes = []
+    for _ in range(limit):
+        ran = [run_once(store, the_settings, step) for step in Step]
+        outcomes += [o for o in ran if o is not NO_WORK]
+        if all(o is NO_WORK for o in ran):
+            return outcomes
+    raise AssertionError("work did not run out")

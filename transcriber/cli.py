@@ -10,6 +10,7 @@ from loguru import logger
 
 from db import DatabaseUnavailable, Store
 from db.store import DuplicateOwner
+from audio.formats import FORMATS, render
 from domain.card import card
 from domain.resume import NotHalted, UnknownRecord, resume
 from transcriber import config, logs
@@ -115,6 +116,31 @@ def resume_command(record_id: int, settings) -> int:
     return 0
 
 
+def cmd_text(args, settings) -> int:
+    store = open_store(settings)
+    row = store.transcript(args.id)
+    if row is None:
+        raise UserError(f"no record with id {args.id}")
+    if row["stage"] != "done":
+        raise UserError(f"record {args.id} has no text yet: it is at stage {row['stage']}")
+    sys.stdout.write(render(args.format, row["transcript"], row["segments"], row["duration_seconds"]))
+    return 0
+
+
+def cmd_transcribe(args, settings) -> int:
+    from transcriber.transcribe import transcribe
+
+    return transcribe([Path(f) for f in args.files], settings, owner=args.owner, fmt=args.format)
+
+
+def cmd_scheduler(args, settings) -> int:
+    from actors.scheduler import run_forever
+
+    logs.configure(level="INFO", json_path=settings.log_json)
+    run_forever(settings.tick_seconds)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="transcriber", description="Self-hosted speech-to-text.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -133,6 +159,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--owner", required=True)
     p.add_argument("--title", default="")
     p.set_defaults(run=cmd_submit)
+
+    p = sub.add_parser("transcribe", help="transcribe files now, in this process (embedded database unless configured)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--owner", default="local", help="owner of the records (created if missing)")
+    p.add_argument("--format", choices=FORMATS, default="txt")
+    p.set_defaults(run=cmd_transcribe)
+
+    p = sub.add_parser("text", help="print a done record's text")
+    p.add_argument("id", type=_record_id)
+    p.add_argument("--format", choices=FORMATS, default="txt")
+    p.set_defaults(run=cmd_text)
+
+    p = sub.add_parser("scheduler", help="send the per-step wake-ups every TRANSCRIBER_TICK_SECONDS")
+    p.set_defaults(run=cmd_scheduler)
 
     p = sub.add_parser("card", help="print a record's card as JSON")
     p.add_argument("id", type=_record_id)

@@ -5,6 +5,7 @@ Nothing private is ever passed to a log call: no transcript text, audio, tokens 
 """
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -13,7 +14,15 @@ from loguru import logger
 _FORMAT = "<green>{time:HH:mm:ss.SSS}</green> <level>{level: <7}</level> {message}"
 
 
+_configured = False
+
+
 def configure(*, level: str = "INFO", json_path: Path | None = None, stderr: bool = True) -> None:
+    global _configured
+    _configured = True
+    # dramatiq and APScheduler speak through the standard library: only their warnings matter
+    for name in ("dramatiq", "apscheduler", "pika"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     logger.remove()
     if stderr:
         logger.add(sys.stderr, level=level, format=_FORMAT, backtrace=False, diagnose=False)
@@ -21,3 +30,9 @@ def configure(*, level: str = "INFO", json_path: Path | None = None, stderr: boo
         json_path.parent.mkdir(parents=True, exist_ok=True)
         # enqueue: safe from many threads and processes writing one file
         logger.add(json_path, level="DEBUG", serialize=True, enqueue=True, backtrace=False, diagnose=False)
+
+
+def configure_once(**options) -> None:
+    """Configure unless a process's entry point (the CLI, a test) already did."""
+    if not _configured:
+        configure(**options)

@@ -149,3 +149,18 @@ SELECT stage,
 FROM records
 GROUP BY stage
 ORDER BY stage;
+
+-- name: release
+-- A holder gives its claim back unfinished (its worker is stopping): the record is eligible at
+-- once instead of after the lease.
+WITH released AS (
+    UPDATE records
+    SET claim_token = NULL, lease_expires_at = NULL, progress_seconds = NULL
+    WHERE id = %(id)s AND claim_token = %(token)s
+    RETURNING id, stage
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'released', stage, jsonb_build_object('claim_token', %(token)s::bigint)
+    FROM released
+)
+SELECT id FROM released;

@@ -1,0 +1,50 @@
+"""The broker from TRANSCRIBER_BROKER_URL. It only carries "try to claim" wake-ups: PostgreSQL
+holds all state, so a lost or duplicated message never loses or doubles work."""
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import dramatiq
+from dramatiq.brokers.stub import StubBroker
+
+CONNECT_TIMEOUT_SECONDS = 5
+
+
+class BrokerUnavailable(RuntimeError):
+    pass
+
+
+def _hide_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def make_broker(url: str | None) -> dramatiq.Broker:
+    """A broker for `url` (redis:// or amqp://), checked reachable within a bounded wait;
+    without a URL, the in-process broker for a single process."""
+    if url is None:
+        return StubBroker()
+    scheme = urlsplit(url).scheme
+    try:
+        if scheme in ("redis", "rediss"):
+            from dramatiq.brokers.redis import RedisBroker
+
+            broker = RedisBroker(url=url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                                 socket_timeout=30)
+            broker.client.ping()
+            return broker
+        if scheme in ("amqp", "amqps"):
+            from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+            parts = urlsplit(url)
+            query = {"connection_attempts": "1", "stack_timeout": str(CONNECT_TIMEOUT_SECONDS),
+                     "socket_timeout": str(CONNECT_TIMEOUT_SECONDS), **dict(parse_qsl(parts.query))}
+            broker = RabbitmqBroker(url=urlunsplit(parts._replace(query=urlencode(query))))
+            broker.connection  # opens it now, within the bounded wait
+            return broker
+    except Exception as error:
+        raise BrokerUnavailable(f"broker unreachable at {_hide_password(url)}: {type(error).__name__}: {error}") from None
+    raise BrokerUnavailable(f"unsupported broker URL scheme {scheme!r}")

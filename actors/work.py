@@ -1,0 +1,92 @@
+"""One step run: claim, read, run the step, save under the token (P1–P5).
+
+This is the worker's whole logic, free of the broker: a dramatiq actor calls `run_once`, and so
+can anything else that wants to work a record.
+"""
+from __future__ import annotations
+
+import enum
+import threading
+import time
+
+from loguru import logger
+
+from actors.steps import STEPS
+from db import Store
+from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
+from domain.policy import StepPolicy
+from domain.stages import Step
+from transcriber.config import Settings
+
+# Set when the process is stopping: running steps give their claims back at the next beat.
+stopping = threading.Event()
+
+
+class Outcome(enum.StrEnum):
+    SAVED = "saved"
+    FAILED = "failed"
+    HALTED = "halted"
+    REFUSED = "refused"      # the claim moved on: nothing written (P3)
+    LOST = "lost"            # a lease renewal was refused: the step stopped early (P3)
+    ABANDONED = "abandoned"  # the worker is stopping: the claim was given back
+
+
+class Heartbeat:
+    """Renews the claim's lease while a step runs, and stops the step when it must stop.
+
+    A step calls `beat(progress_seconds)` often; at most every `policy.renew_every_seconds` it
+    becomes a renewal under the token. A refused renewal raises ClaimLost, so a stale worker
+    never spends an hour on a record that is no longer its own.
+    """
+
+    def __init__(self, store: Store, claim: Claim, policy: StepPolicy, stop: threading.Event):
+        self.store, self.claim, self.policy, self.stop = store, claim, policy, stop
+        self.renewed = time.monotonic()
+
+    def __call__(self, progress_seconds: float | None = None) -> None:
+        if self.stop.is_set():
+            raise Abandoned()
+        if time.monotonic() - self.renewed < self.policy.renew_every_seconds:
+            return
+        if not self.store.renew_lease(self.claim, self.policy.lease_seconds, progress_seconds):
+            raise ClaimLost()
+        self.renewed = time.monotonic()
+
+
+def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event = stopping) -> Outcome | NoWork:
+    """Work one record of the step's stage, or return NO_WORK when there is none (P1)."""
+    policy = settings.policy(step)
+    claim = store.claim(step, policy)
+    if claim is NO_WORK:
+        return NO_WORK
+    log = logger.bind(record_id=claim.record_id, stage=step.source)
+    record = store.read_record(claim.record_id)
+    spec = STEPS[step]
+    try:
+        fields = spec.run(store, record, Heartbeat(store, claim, policy, stop), settings)
+    except ClaimLost:
+        log.warning("record {}: {} stopped early, its claim moved on; nothing saved", claim.record_id, step)
+        return Outcome.LOST
+    except Abandoned:
+        store.release(claim)
+        return Outcome.ABANDONED
+    except PermanentStepError as error:
+        store.halt(claim, error.reason, str(error), count_failure=True)
+        return Outcome.HALTED
+    except Exception as error:  # any other step error is a failed attempt, never swallowed
+        return _fail(store, claim, policy, record["failures"] + 1, f"{type(error).__name__}: {error}")
+    extra = set(fields) - spec.owns
+    if extra:
+        raise RuntimeError(f"step {step} returned fields it does not own: {sorted(extra)}")
+    if store.save_result(claim, fields):
+        return Outcome.SAVED
+    spec.discard(store, fields)
+    return Outcome.REFUSED
+
+
+def _fail(store: Store, claim: Claim, policy: StepPolicy, failures: int, error: str) -> Outcome:
+    if policy.exhausted(failures):
+        store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, error, count_failure=True)
+        return Outcome.HALTED
+    store.record_failure(claim, error, policy.pause_after(failures))
+    return Outcome.FAILED

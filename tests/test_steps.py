@@ -1,0 +1,169 @@
+"""The steps on real audio: PyAV conversion, pocketsphinx recognition, fencing while they run."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from actors.work import Outcome, run_once
+from conftest import add_record, kinds, settings, work_until_idle
+from domain.claims import Claim, HaltReason
+from domain.resume import resume
+from domain.stages import Step
+from media import KINDS, encode, speech_pcm
+
+
+def accept(store, owner, path):
+    return store.accept(owner["id"], [path.read_bytes()], source_name=path.name)
+
+
+@pytest.mark.parametrize("kind", ["wav", "mp3", "opus", "flac", "m4a", "webm"])
+def test_formats_reach_done_with_timed_text(store, owner, tmp_path, kind):
+    """P6-S1 groundwork: each container/codec is converted and recognised to non-empty text
+    with sane segment timing."""
+    record_id = accept(store, owner, encode(tmp_path / f"speech{KINDS[kind][3]}", kind))
+    assert work_until_idle(store, settings()) == [Outcome.SAVED, Outcome.SAVED]
+    row = store.read_record(record_id)
+    assert row["stage"] == "done" and row["halted_at"] is None
+    assert 9.5 < row["duration_seconds"] < 10.2
+    assert len(row["transcript"].split()) >= 10
+    segments = row["segments"]
+    assert segments and all(s["text"] for s in segments)
+    starts = [s["start"] for s in segments]
+    assert starts == sorted(starts)
+    assert all(0 <= s["start"] < s["end"] <= row["duration_seconds"] + 0.1 for s in segments)
+    assert row["engine"] == "pocketsphinx"
+    assert kinds(store, record_id) == ["accepted", "claimed", "advanced", "claimed", "advanced"]
+
+
+def test_video_with_audio_track(store, owner, tmp_path):
+    """A video file with an audio track is transcribed from its audio."""
+    record_id = accept(store, owner, encode(tmp_path / "clip.mp4", "m4a", video=True))
+    work_until_idle(store, settings())
+    row = store.read_record(record_id)
+    assert row["stage"] == "done" and row["transcript"]
+
+
+def _png(path):
+    import av
+    import numpy as np
+
+    with av.open(str(path), "w", format="image2") as out:
+        stream = out.add_stream("png", rate=1)
+        stream.width, stream.height, stream.pix_fmt = 8, 8, "rgb24"
+        out.mux(stream.encode(av.VideoFrame.from_ndarray(np.zeros((8, 8, 3), np.uint8), format="rgb24")))
+        out.mux(stream.encode(None))
+    return path
+
+
+def _broken_inputs(tmp_path):
+    text = tmp_path / "notes.mp3"
+    text.write_text("this is a text file, not audio\n" * 20)
+    whole = encode(tmp_path / "whole.mp3", "mp3").read_bytes()
+    truncated = tmp_path / "truncated.mp3"
+    truncated.write_bytes(whole[:300])
+    silent = tmp_path / "zero.wav"
+    import wave
+    with wave.open(str(silent), "wb") as w:  # a valid header and not one sample
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+    return {"text renamed .mp3": text, "truncated mp3": truncated, "zero-length audio": silent,
+            "image": _png(tmp_path / "picture.png")}
+
+
+def test_undecodable_input_halts_at_once(store, owner, tmp_path):
+    """P5/INV-1: input with no decodable audio halts with undecodable_audio and the decoder's
+    message, without burning attempts; nothing is left stuck."""
+    for name, path in _broken_inputs(tmp_path).items():
+        record_id = accept(store, owner, path)
+        assert run_once(store, settings(), Step.CONVERT) == Outcome.HALTED, name
+        row = store.read_record(record_id)
+        assert row["halt_reason"] == HaltReason.UNDECODABLE_AUDIO, name
+        assert row["halt_error"] and len(row["halt_error"]) > 10, name
+        assert row["stage"] == "created" and row["failures"] == 1, name
+    assert work_until_idle(store, settings()) == []
+    from db.queries import query
+    with store.db.transaction() as conn:  # no converted audio was left behind
+        assert conn.execute("SELECT count(*) AS n FROM blobs WHERE media_type LIKE 'audio/L16%'").fetchone()["n"] == 0
+
+
+def test_transient_failure_is_retried_then_halts(store, owner, db):
+    """P4: a step error that is not permanent counts an attempt and pauses; exhausted, it halts
+    with attempts_exhausted and the last error."""
+    record_id = add_record(store, owner, payload=encode_bytes())
+    s = settings(max_attempts=2, backoff_seconds=0)
+    with db.transaction() as conn:  # the original's bytes vanish: every conversion run fails
+        conn.execute("DELETE FROM blob_chunks")
+    assert run_once(store, s, Step.CONVERT) in (Outcome.FAILED, Outcome.HALTED)
+    row = store.read_record(record_id)
+    if row["halted_at"] is None:
+        assert row["failures"] == 1
+        assert run_once(store, s, Step.CONVERT) == Outcome.HALTED
+        row = store.read_record(record_id)
+    assert row["halt_reason"] in ("attempts_exhausted", "undecodable_audio")
+
+
+def encode_bytes() -> bytes:
+    import io
+    import wave
+
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes(speech_pcm())
+    return buffer.getvalue()
+
+
+def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path):
+    """P3: a step running longer than its lease renews it under its token; no other worker can
+    take the record meanwhile, and the step saves."""
+    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=8))  # ~80 s
+    s = settings(recognize_lease_seconds=3)
+    assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
+    started = time.monotonic()
+    worker.start()
+    rival_claims = []
+    while worker.is_alive():
+        claim = store.claim(Step.RECOGNIZE, s.policy(Step.RECOGNIZE))
+        if isinstance(claim, Claim):
+            rival_claims.append(claim)
+        time.sleep(0.2)
+    assert time.monotonic() - started > 2 * 3  # it really outlived its first lease
+    assert rival_claims == []
+    assert result["outcome"] == Outcome.SAVED
+    assert store.read_record(record_id)["stage"] == "done"
+    assert kinds(store, record_id).count("claimed") == 2  # one convert, one recognize
+
+
+def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_path, db):
+    """P3-S3 on a running step: its renewals were lost, another claimer took the record and
+    halted it, a human resumed it; the first step's next renewal is refused, it stops early
+    and saves nothing (save_refused in the journal)."""
+    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=12))  # ~2 min
+    s = settings(recognize_lease_seconds=3)
+    assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not (store.read_record(record_id)["progress_seconds"] or 0) > 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    other = None
+    while not isinstance(other, Claim):  # as if the step's renewals had been lost for a while
+        assert time.monotonic() < deadline
+        with db.transaction() as conn:
+            conn.execute("UPDATE records SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+                         [record_id])
+        other = store.claim(Step.RECOGNIZE, s.policy(Step.RECOGNIZE))
+    assert store.halt(other, HaltReason.ATTEMPTS_EXHAUSTED, "simulated")
+    resume(store, record_id)
+    stopped_at = time.monotonic()
+    worker.join(timeout=60)
+    assert result["outcome"] == Outcome.LOST
+    assert time.monotonic() - stopped_at < 10  # it stopped early, not after the whole recording
+    row = store.read_record(record_id)
+    assert row["stage"] == "converted" and row["transcript"] is None
+    assert "save_refused" in kinds(store, record_id)

@@ -1,0 +1,35 @@
+"""The pipeline inside one process: dramatiq workers on threads and the tick, for `transcribe`
+and `up`. The same actors and the same database rules as workers on many machines."""
+from __future__ import annotations
+
+import dramatiq
+
+from db import Store
+from transcriber.config import Settings
+
+
+class LocalPipeline:
+    def __init__(self, store: Store, settings: Settings, *, threads: int = 2):
+        import actors
+        from actors.scheduler import start_background
+        from actors.work import stopping
+
+        self._stopping = stopping
+        stopping.clear()
+        actors.use(store, settings)
+        self.worker = dramatiq.Worker(actors.broker, worker_threads=threads, worker_timeout=100)
+        self.worker.start()
+        self.scheduler = start_background(settings.tick_seconds)
+
+    def stop(self) -> None:
+        """Stop ticking; running steps give their claims back at their next beat (INV-1)."""
+        self.scheduler.shutdown(wait=False)
+        self._stopping.set()
+        self.worker.stop(timeout=30_000)
+        self._stopping.clear()
+
+    def __enter__(self) -> LocalPipeline:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

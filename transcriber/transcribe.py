@@ -1,0 +1,93 @@
+"""`transcriber transcribe FILE…`: the newcomer's main job, on the durable pipeline.
+
+The files are accepted as records like any upload, in-process workers convert and recognise
+them, progress shows on stderr, and the texts go to stdout. Nothing here bypasses the pipeline:
+kill it at any moment and the records wait in the database for the next run or worker.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from audio.formats import render
+from db import Store
+from db.store import DuplicateOwner
+from domain.card import card
+from transcriber.config import Settings
+from transcriber.intake import IntakeError, submit_file
+from transcriber.local import LocalPipeline
+from transcriber.runtime import open_store
+
+POLL_SECONDS = 0.25
+
+
+def _ensure_owner(store: Store, name: str) -> None:
+    if store.owner_by_name(name) is None:
+        try:
+            store.add_owner(name)  # its token is not needed here: `owner add` makes one to use
+        except DuplicateOwner:
+            pass
+
+
+def _describe(c: dict) -> str:
+    if c["halt"]:
+        return f"halted at {c['stage']}: {c['halt']['reason']} ({c['halt']['error']})"
+    duration = c["duration_seconds"]
+    if c["stage"] == "created":
+        return "converting" if c["working"] else "waiting to convert"
+    if c["stage"] == "converted":
+        if c["working"]:
+            done = c["progress_seconds"] or 0.0
+            return f"recognizing {done:.0f}/{duration:.0f} s of audio"
+        if c["retry_after"]:
+            return f"retrying recognition in {c['retry_in_seconds']:.0f} s (attempt {c['attempts']} failed)"
+        return f"converted ({duration:.1f} s of audio), waiting to recognise"
+    return f"done ({duration:.1f} s of audio)"
+
+
+def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str) -> int:
+    store = open_store(settings, max_size=20)
+    _ensure_owner(store, owner)
+    records: dict[int, Path] = {}
+    refused = 0
+    for path in paths:
+        try:
+            records[submit_file(store, settings, path, owner=owner)] = path
+        except IntakeError as error:
+            print(f"{path}: refused: {error}", file=sys.stderr)
+            refused += 1
+    if not records:
+        return 2
+    shown: dict[int, str] = {}
+    cards: dict[int, dict] = {}
+    with LocalPipeline(store, settings):
+        while True:
+            for record_id, path in records.items():
+                cards[record_id] = card(store.card_row(record_id))
+                line = _describe(cards[record_id])
+                if shown.get(record_id) != line:
+                    shown[record_id] = line
+                    print(f"[record {record_id}] {path.name}: {line}", file=sys.stderr, flush=True)
+            if all(c["stage"] == "done" or c["halt"] for c in cards.values()):
+                break
+            time.sleep(POLL_SECONDS)
+    halted = 0
+    for record_id, path in records.items():
+        c = cards[record_id]
+        if c["halt"]:
+            halted += 1
+            print(f"{path.name}: halted (record {record_id}): {c['halt']['reason']}: {c['halt']['error']}",
+                  file=sys.stderr)
+            continue
+        row = store.transcript(record_id)
+        body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"])
+        if len(records) > 1 and fmt != "json":
+            print(f"==> {path.name} (record {record_id}) <==")
+        if fmt == "json":
+            body = json.dumps({"record": record_id, "file": path.name, **json.loads(body)}, ensure_ascii=False)
+            print(body)
+        else:
+            sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
+    return 1 if halted or refused else 0
