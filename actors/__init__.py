@@ -14,7 +14,7 @@ from dramatiq.middleware import Middleware
 from loguru import logger
 
 from actors.brokers import BrokerUnavailable, make_broker
-from actors.work import run_once, stopping
+from actors.work import Outcome, run_once, stopping
 from db import Store
 from domain.claims import NO_WORK
 from domain.stages import Step
@@ -25,6 +25,9 @@ QUEUE = "transcriber"
 
 class StopSteps(Middleware):
     """On worker shutdown, running steps give their claims back at their next beat (INV-1)."""
+
+    def after_worker_boot(self, broker, worker):
+        stopping.clear()
 
     def before_worker_shutdown(self, broker, worker):
         stopping.set()
@@ -71,6 +74,8 @@ def _work(step: Step) -> None:
     if outcome is NO_WORK:
         return  # P1: no work now is not a failure; nothing raised, nothing logged
     logger.debug("{} run ended: {}", step, outcome)
+    if outcome is Outcome.ABANDONED:
+        return  # this worker is stopping
     # There was work: look for more at once, so a backlog drains at worker speed.
     ACTORS[step].send()
 

@@ -27,6 +27,9 @@ class LocalPipeline:
         self._stopping.set()
         self.worker.stop(timeout=30_000)
         self._stopping.clear()
+        # a stopped worker leaves its hook on the broker; a later worker in this process needs none
+        broker = self.worker.broker
+        broker.middleware[:] = [m for m in broker.middleware if getattr(m, "worker", None) is not self.worker]
 
     def __enter__(self) -> LocalPipeline:
         return self

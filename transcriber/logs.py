@@ -20,9 +20,11 @@ _configured = False
 def configure(*, level: str = "INFO", json_path: Path | None = None, stderr: bool = True) -> None:
     global _configured
     _configured = True
-    # dramatiq and APScheduler speak through the standard library: only their warnings matter
-    for name in ("dramatiq", "apscheduler", "pika"):
+    # dramatiq and APScheduler speak through the standard library: only their warnings matter,
+    # and a tick skipped because the last one still runs is the design (coalesce), not news
+    for name in ("dramatiq", "pika"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
     logger.remove()
     if stderr:
         logger.add(sys.stderr, level=level, format=_FORMAT, backtrace=False, diagnose=False)

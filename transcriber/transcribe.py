@@ -83,7 +83,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str) -
             continue
         row = store.transcript(record_id)
         body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"])
-        if len(records) > 1 and fmt != "json":
+        if len(paths) > 1 and fmt != "json":
             print(f"==> {path.name} (record {record_id}) <==")
         if fmt == "json":
             body = json.dumps({"record": record_id, "file": path.name, **json.loads(body)}, ensure_ascii=False)

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Conversion and recognition speed, and memory, by audio length. Prints a table.
+
+    .venv/bin/python bench/speed.py [SECONDS ...]     (default: 10 60 300)
+
+Speed is audio seconds per wall second on this machine (one thread); memory is the process's
+peak resident size after each row, which must stay flat as the audio grows.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from audio.decode import BYTES_PER_SECOND, pcm16k  # noqa: E402
+from audio.engines import engine  # noqa: E402
+from media import encode, speech_pcm  # noqa: E402
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(path: str) -> tuple[float, float, float, float]:
+    """In a fresh process: audio seconds, conversion and recognition time, peak memory."""
+    started = time.perf_counter()
+    pcm = sum(len(piece) for piece in pcm16k(Path(path)))
+    convert = time.perf_counter() - started
+    started = time.perf_counter()
+    engine("pocketsphinx").transcribe(pcm16k(Path(path)), lambda s: None)
+    recognize = time.perf_counter() - started
+    return pcm / BYTES_PER_SECOND, convert, recognize, peak_mb()
+
+
+def main(lengths: list[int]) -> None:
+    sample_seconds = len(speech_pcm()) / BYTES_PER_SECOND
+    print(f"{'audio s':>8} {'convert x':>10} {'recognize x':>12} {'peak RSS MB':>12}")
+    with tempfile.TemporaryDirectory() as folder, multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
+        for seconds in lengths:
+            path = encode(Path(folder) / f"{seconds}.mp3", "mp3", repeat=max(1, round(seconds / sample_seconds)))
+            audio, convert, recognize, peak = pool.apply(measure, (str(path),))
+            print(f"{audio:8.0f} {audio / convert:10.0f} {audio / recognize:12.1f} {peak:12.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [10, 60, 300])

@@ -1,0 +1,64 @@
+"""`transcriber transcribe`: the main job, as a user runs it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+from media import encode
+
+SAMPLE = ROOT / "transcriber" / "samples" / "hello.ogg"
+
+
+def transcribe(env, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "transcriber.cli", "transcribe", *map(str, args)],
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_transcribe_the_bundled_sample(env):
+    """P6-S1: the sample reaches done; its text is printed by the command itself, never sent."""
+    done = transcribe(env, SAMPLE)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) >= 10
+    assert "done (9.8 s of audio)" in done.stderr
+    assert "converting" in done.stderr or "converted" in done.stderr
+
+
+def test_transcribe_formats(env, tmp_path):
+    """srt, vtt and json carry timed segments."""
+    srt = transcribe(env, SAMPLE, "--format", "srt")
+    assert srt.returncode == 0 and srt.stdout.startswith("1\n00:00:0") and " --> " in srt.stdout
+    vtt = transcribe(env, SAMPLE, "--format", "vtt")
+    assert vtt.stdout.startswith("WEBVTT\n\n00:00:0")
+    data = json.loads(transcribe(env, SAMPLE, "--format", "json").stdout)
+    assert data["segments"] and data["text"] and 9 < data["duration_seconds"] < 11
+
+
+def test_transcribe_reports_refusals_and_goes_on(env, tmp_path):
+    """A file that is not audio is refused with its reason; the others are still transcribed;
+    the exit status says something went wrong."""
+    notes = tmp_path / "notes.mp3"
+    notes.write_text("not audio at all\n" * 10)
+    done = transcribe(env, notes, encode(tmp_path / "ok.wav", "wav"))
+    assert done.returncode == 1
+    assert "notes.mp3: refused: not decodable audio" in done.stderr
+    assert "==> ok.wav" in done.stdout
+
+
+def test_transcribe_on_embedded_database(env, tmp_path):
+    """The README's main job on a machine with no server: the embedded database under
+    TRANSCRIBER_HOME."""
+    fresh = {k: v for k, v in env.items() if k != "TRANSCRIBER_DATABASE_URL"}
+    fresh["TRANSCRIBER_HOME"] = f"/tmp/trh-{os.getpid()}"
+    try:
+        done = transcribe(fresh, SAMPLE)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip()
+        card = subprocess.run([sys.executable, "-m", "transcriber.cli", "card", "1"], env=fresh,
+                              capture_output=True, text=True, timeout=120)
+        assert json.loads(card.stdout)["stage"] == "done"
+    finally:
+        import shutil
+        shutil.rmtree(fresh["TRANSCRIBER_HOME"], ignore_errors=True)
