@@ -28,6 +28,9 @@ def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
             for chunk in store.read_blob(record["original_blob_id"]):
                 handle.write(chunk)
                 beat()
+        if original.stat().st_size == 0:
+            # intake never accepts an empty file: this is storage gone wrong, worth a retry
+            raise RuntimeError("the original audio is missing from storage")
         done = 0.0
 
         def pieces():
@@ -52,7 +55,17 @@ def discard_converted(store: Store, fields: dict) -> None:
 def recognize(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
     """Speech to text with timed segments, fed from the converted audio piece by piece."""
     recognizer = engine(settings.engine)
-    result = recognizer.transcribe(store.read_blob(record["converted_blob_id"]), beat)
+    fed = 0
+
+    def pcm():
+        nonlocal fed
+        for chunk in store.read_blob(record["converted_blob_id"]):
+            fed += len(chunk)
+            yield chunk
+
+    result = recognizer.transcribe(pcm(), beat)
+    if fed == 0:
+        raise RuntimeError("the converted audio is missing from storage")
     return {"transcript": result.text, "segments": result.segments, "engine": recognizer.name}
 
 

@@ -8,6 +8,7 @@ event in the same statement and logs a line carrying the record id.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from typing import Iterable, Iterator
 
@@ -216,10 +217,14 @@ class Store:
             return conn.execute(query("owner_by_name"), {"name": name}).fetchone()
 
     def owner_by_token(self, token: str) -> dict | None:
-        # The lookup goes by the token's hash: equal hashes found by the index reveal nothing
-        # about the token's prefix, so the comparison takes no time that depends on the secret.
+        """The owner whose API token this is. The lookup goes by the token's hash, so the index
+        compares hashes, not the secret; the final check is a constant-time comparison."""
+        digest = hash_token(token)
         with self.db.transaction() as conn:
-            return conn.execute(query("owner_by_token_hash"), {"token_hash": hash_token(token)}).fetchone()
+            row = conn.execute(query("owner_by_token_hash"), {"token_hash": digest}).fetchone()
+        if row is None or not hmac.compare_digest(row["token_hash"], digest):
+            return None
+        return {"id": row["id"], "name": row["name"]}
 
     # --- audio blobs and intake ---------------------------------------------------------------
 

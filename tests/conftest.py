@@ -41,6 +41,8 @@ def _server_listening(host: str, port: int) -> bool:
 
 def pytest_configure(config):
     option = config.option
+    # a database name of this session's own: two test runs on one server never collide
+    option.postgresql_dbname = option.postgresql_dbname or f"tests_{os.getpid()}"
     if getattr(option, "postgresql_host", None) and os.environ.get("TRANSCRIBER_TEST_PG") != "embedded":
         return
     if os.environ.get("TRANSCRIBER_TEST_PG") != "embedded" and _server_listening("127.0.0.1", 5432):

@@ -94,13 +94,13 @@ def test_transient_failure_is_retried_then_halts(store, owner, db):
     s = settings(max_attempts=2, backoff_seconds=0)
     with db.transaction() as conn:  # the original's bytes vanish: every conversion run fails
         conn.execute("DELETE FROM blob_chunks")
-    assert run_once(store, s, Step.CONVERT) in (Outcome.FAILED, Outcome.HALTED)
+    assert run_once(store, s, Step.CONVERT) == Outcome.FAILED
     row = store.read_record(record_id)
-    if row["halted_at"] is None:
-        assert row["failures"] == 1
-        assert run_once(store, s, Step.CONVERT) == Outcome.HALTED
-        row = store.read_record(record_id)
-    assert row["halt_reason"] in ("attempts_exhausted", "undecodable_audio")
+    assert row["failures"] == 1 and row["halted_at"] is None and row["retry_after"] is not None
+    assert run_once(store, s, Step.CONVERT) == Outcome.HALTED
+    row = store.read_record(record_id)
+    assert row["halt_reason"] == "attempts_exhausted" and row["failures"] == 2
+    assert row["halt_error"] == "RuntimeError: the original audio is missing from storage"
 
 
 def encode_bytes() -> bytes:

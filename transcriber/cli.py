@@ -141,6 +141,13 @@ def cmd_scheduler(args, settings) -> int:
     return 0
 
 
+def cmd_serve(args, settings) -> int:
+    from transcriber.server import run
+
+    logs.configure(level="INFO", json_path=settings.log_json)
+    return run(settings, args.host, args.port, with_pipeline=args.command == "up")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="transcriber", description="Self-hosted speech-to-text.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -173,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("scheduler", help="send the per-step wake-ups every TRANSCRIBER_TICK_SECONDS")
     p.set_defaults(run=cmd_scheduler)
+
+    for name, text in (("up", "everything in one process: database, migrations, scheduler, workers, API"),
+                       ("serve", "the HTTP API alone")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--host", default="127.0.0.1")
+        p.add_argument("--port", type=int, default=8000)
+        p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("card", help="print a record's card as JSON")
     p.add_argument("id", type=_record_id)

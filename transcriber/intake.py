@@ -20,6 +20,7 @@ class IntakeError(Exception):
 
 
 class EmptyFile(IntakeError):
+    status = 415
     code = "empty_file"
 
 

@@ -1,0 +1,170 @@
+"""The HTTP API of service.md: records, their cards and texts, for the owner holding a token.
+
+Every address but /healthz needs `Authorization: Bearer <token>`; another owner's record is
+answered exactly like a missing one. Errors are JSON `{"error": code, "message": text}`; no
+stack trace reaches a client, and no request body or transcript reaches the log.
+"""
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, File, Form, Query, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from loguru import logger
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from audio.formats import FORMATS, MEDIA_TYPES, render
+from db import Store
+from domain.card import card
+from transcriber.config import Settings
+from transcriber.intake import IntakeError, TooLarge, accept_file
+
+COPY_BYTES = 1 << 20
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, **extra):
+        super().__init__(message)
+        self.status, self.code, self.message, self.extra = status, code, message, extra
+
+
+def _error(status: int, code: str, message: str, **extra) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": code, "message": message, **extra}, status_code=status, headers=headers)
+
+
+NOT_FOUND = ("not_found", "no such record")
+
+
+class Edit(BaseModel):
+    """The owner's edit: these three fields only; anything else is refused (422)."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = Field(default=None, max_length=500)
+    summary: str | None = Field(default=None, max_length=20_000)
+    topics: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
+
+
+def create_app(store: Store, settings: Settings) -> FastAPI:
+    app = FastAPI(title="Transcriber", version="0.1.0",
+                  description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, error: ApiError):
+        return _error(error.status, error.code, error.message, **error.extra)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        return _error(error.status_code, code, str(error.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError):
+        problems = [{"field": ".".join(map(str, e["loc"][1:])), "problem": e["msg"]} for e in error.errors()]
+        return _error(422, "invalid_request", "the request is not valid", problems=problems)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception):
+        logger.opt(exception=False).error("request {} {} failed: {}", request.method, request.url.path,
+                                          type(error).__name__)
+        return _error(500, "internal", "internal error")
+
+    @app.middleware("http")
+    async def refuse_oversized(request: Request, call_next):
+        # A declared body over the limit is refused before it is read.
+        length = request.headers.get("content-length")
+        if request.method == "POST" and length and length.isdigit() \
+                and int(length) > settings.max_upload_bytes + 64 * 1024:
+            return _error(413, "too_large", _too_large_message(settings))
+        return await call_next(request)
+
+    def owner(request: Request) -> dict:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        found = store.owner_by_token(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        if found is None:
+            raise ApiError(401, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
+        return found
+
+    Owner = Annotated[dict, Depends(owner)]
+
+    def record_id(raw: str) -> int:
+        if not raw.isdigit() or len(raw) > 18:
+            raise ApiError(404, *NOT_FOUND)
+        return int(raw)
+
+    def own_card(raw_id: str, who: dict) -> dict:
+        row = store.card_row(record_id(raw_id), who["id"])
+        if row is None:
+            raise ApiError(404, *NOT_FOUND)
+        return card(row)
+
+    @app.get("/healthz", tags=["service"])
+    def healthz():
+        reachable = store.db.ping()
+        return JSONResponse({"status": "ok" if reachable else "degraded", "database": reachable},
+                            status_code=200 if reachable else 503)
+
+    @app.post("/records", status_code=201, tags=["records"])
+    def upload(who: Owner, file: UploadFile = File(...), title: str = Form(default="", max_length=500)):
+        """Accept a recording: stored whole with its record, or refused with nothing stored."""
+        name = Path(file.filename or "upload").name[:200]
+        with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
+            path = Path(folder) / "upload"
+            with path.open("wb") as out:
+                copied = 0
+                while piece := file.file.read(COPY_BYTES):
+                    copied += len(piece)
+                    if copied > settings.max_upload_bytes:
+                        raise ApiError(413, TooLarge.code, _too_large_message(settings))
+                    out.write(piece)
+            try:
+                new_id = accept_file(store, settings, path, owner_id=who["id"], title=title, source_name=name)
+            except IntakeError as error:
+                raise ApiError(error.status, error.code, str(error)) from None
+        links = card(store.card_row(new_id, who["id"]))["links"]
+        return JSONResponse({"id": new_id, "card": links["self"], "text": links["text"]},
+                            status_code=201, headers={"Location": links["self"]})
+
+    @app.get("/records", tags=["records"])
+    def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=200), offset: int = Query(default=0, ge=0)):
+        """The caller's records, newest first."""
+        rows, total = store.list_card_rows(who["id"], limit, offset)
+        following = offset + len(rows)
+        return {"items": [card(row) for row in rows], "total": total, "limit": limit, "offset": offset,
+                "next": f"/records?limit={limit}&offset={following}" if following < total else None}
+
+    @app.get("/records/{raw_id}", tags=["records"])
+    def get_card(raw_id: str, who: Owner):
+        """The card: stage reached, halt flag with its reason, attempts, pause, progress, links."""
+        return own_card(raw_id, who)
+
+    @app.patch("/records/{raw_id}", tags=["records"])
+    def edit(raw_id: str, changes: Edit, who: Owner):
+        """The owner's edit of title, summary and topics; the pipeline never writes these."""
+        if not store.edit(record_id(raw_id), who["id"], title=changes.title, summary=changes.summary,
+                          topics=changes.topics):
+            raise ApiError(404, *NOT_FOUND)
+        return own_card(raw_id, who)
+
+    @app.get("/records/{raw_id}/text", tags=["records"])
+    def text(raw_id: str, who: Owner, format: str = Query(default="txt", pattern="^(" + "|".join(FORMATS) + ")$")):
+        """The text once the record is done; 409 with the stage (and halt) until then."""
+        row = store.transcript(record_id(raw_id), who["id"])
+        if row is None:
+            raise ApiError(404, *NOT_FOUND)
+        if row["stage"] != "done":
+            current = own_card(raw_id, who)
+            raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
+                           stage=row["stage"], halt=current["halt"])
+        body = render(format, row["transcript"], row["segments"], row["duration_seconds"])
+        return Response(body, media_type=MEDIA_TYPES[format])
+
+    return app
+
+
+def _too_large_message(settings: Settings) -> str:
+    return f"the upload is larger than {settings.max_upload_bytes // (1024 * 1024)} MB (TRANSCRIBER_MAX_UPLOAD_MB)"
