@@ -37,6 +37,9 @@ def _setup() -> tuple[config.Settings, dramatiq.Broker]:
     try:
         settings = config.load()
         logs.configure_once(level="INFO", json_path=settings.log_json)
+        if settings.broker_url is None and "dramatiq.cli" in sys.modules:
+            # worker processes of their own would wait forever on an in-process broker
+            raise config.ConfigError("TRANSCRIBER_BROKER_URL", "`dramatiq actors` needs a redis:// or amqp:// URL")
         broker = make_broker(settings.broker_url)
     except (config.ConfigError, BrokerUnavailable) as error:
         print(f"transcriber: {error}", file=sys.stderr)
@@ -100,6 +103,16 @@ def recognize() -> None:
     return _work(Step.RECOGNIZE)
 
 
+@dramatiq.actor(actor_name="sweep", queue_name=QUEUE, max_retries=0, max_age=_MAX_AGE_MS)
+def sweep() -> None:
+    """Delete audio no record points at: left when a worker died between storing converted
+    audio and saving it. An hour's grace keeps a conversion still under way out of reach."""
+    removed = store().delete_orphan_blobs(older_than_seconds=ORPHAN_GRACE_SECONDS)
+    if removed:
+        logger.info("swept {} orphaned audio blob(s)", removed)
+
+
+ORPHAN_GRACE_SECONDS = 3600
 ACTORS = {Step.CONVERT: convert, Step.RECOGNIZE: recognize}
 
 

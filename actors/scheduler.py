@@ -14,8 +14,17 @@ from loguru import logger
 import actors
 
 
+SWEEP_SECONDS = 3600
+
+
+def sweep() -> None:
+    actors.sweep.send()
+
+
 def _add_tick(scheduler, tick_seconds: float) -> None:
     scheduler.add_job(actors.tick, "interval", seconds=tick_seconds, id="tick", coalesce=True,
+                      max_instances=1, misfire_grace_time=None)
+    scheduler.add_job(sweep, "interval", seconds=SWEEP_SECONDS, id="sweep", coalesce=True,
                       max_instances=1, misfire_grace_time=None)
 
 

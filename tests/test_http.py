@@ -96,6 +96,10 @@ def done(c):
 def test_upload_card_text_in_all_formats(make_api, tmp_path, monkeypatch):
     """P6-S1: upload → card at created → … → done; the text is served by the text address in
     all four formats, and the pipeline makes no outbound call at all."""
+    from transcriber import logs
+
+    log_path = tmp_path / "service.jsonl"
+    logs.configure(level="DEBUG", json_path=log_path)
     api = make_api()
     token = api.token("alice")
     answer = api.upload(token, encode(tmp_path / "talk.mp3", "mp3"), title="Team call")
@@ -137,6 +141,14 @@ def test_upload_card_text_in_all_formats(make_api, tmp_path, monkeypatch):
     segments = api.http.get(body["text"] + "?format=json", headers=api.auth(token)).json()["segments"]
     assert segments and all(s["end"] > s["start"] for s in segments)
     assert api.http.get(body["text"] + "?format=doc", headers=api.auth(token)).status_code == 422
+
+    from loguru import logger
+    logger.complete()
+    logged = log_path.read_text()
+    assert f'"record_id": {record_id}' in logged  # the log speaks of the record by its id...
+    for segment in segments:  # ...and never of what was said, nor of the owner's secret
+        assert segment["text"] not in logged
+    assert token not in logged
 
 
 def test_isolation_matrix(make_api, tmp_path):

@@ -83,3 +83,17 @@ def test_password_never_in_error():
     from db.database import redact
 
     assert "secret" not in redact("postgresql://u:secret@h/db")
+
+
+def test_orphaned_audio_is_swept(store, owner, db):
+    """Audio no record points at (a worker died between storing and saving) is deleted after
+    its grace period; audio that records use is kept."""
+    record_id = add_record(store, owner)
+    orphan, _ = store.store_blob([b"pcm" * 100], "audio/L16")
+    assert store.delete_orphan_blobs(older_than_seconds=3600) == 0  # still within its grace
+    with db.transaction() as conn:
+        conn.execute("UPDATE blobs SET created_at = now() - interval '2 hours'")
+    assert store.delete_orphan_blobs(older_than_seconds=3600) == 1
+    assert list(store.read_blob(orphan)) == []
+    original = store.read_record(record_id)["original_blob_id"]
+    assert b"".join(store.read_blob(original)) == b"not really audio"

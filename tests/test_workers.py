@@ -121,14 +121,40 @@ def test_killed_worker_loses_nothing(store, owner, redis_env, processes, tmp_pat
     assert time.monotonic() - killed_at > 2  # the survivor waited out the dead worker's lease
 
 
-def test_bad_broker_url_fails_fast(env):
+def test_sigterm_gives_claims_back_and_stops_cleanly(store, owner, redis_env, processes, tmp_path):
+    """INV-1: SIGTERM to a worker mid-recognition: the step stops, gives its claim back at once
+    (no waiting out the lease), nothing is saved; SIGTERM stops the scheduler cleanly too."""
+    record_id = store.accept(owner["id"], [encode(tmp_path / "long.flac", "flac", repeat=12).read_bytes()])
+    env = {**redis_env, "TRANSCRIBER_RECOGNIZE_LEASE_SECONDS": "3"}
+    scheduler = processes.scheduler(env)
+    worker = processes.worker(env)
+    wait_for(lambda: (store.read_record(record_id)["progress_seconds"] or 0) > 0, 120)
+    os.killpg(worker.pid, signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    row = store.read_record(record_id)
+    assert row["stage"] == "converted" and row["claim_token"] is None and row["lease_expires_at"] is None
+    assert kinds(store, record_id)[-1] == "released"
+    os.killpg(scheduler.pid, signal.SIGTERM)
+    assert scheduler.wait(timeout=30) == 0
+
+
+def test_worker_without_broker_url_refuses_to_start(env):
+    """`dramatiq actors` with no TRANSCRIBER_BROKER_URL would wait forever: it says so and stops."""
+    done = subprocess.run([sys.executable, "-m", "dramatiq", "actors", "--processes", "1", "--threads", "1"],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "TRANSCRIBER_BROKER_URL" in done.stderr
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:1/0", "amqp://guest:guest@127.0.0.1:1/%2F"])
+def test_bad_broker_url_fails_fast(env, url):
     """A broker that is down does not hang start-up: one clear line, bounded wait."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "transcriber.cli", "scheduler"],
-                          env={**env, "TRANSCRIBER_BROKER_URL": "redis://127.0.0.1:1/0"},
-                          capture_output=True, text=True, timeout=60)
+                          env={**env, "TRANSCRIBER_BROKER_URL": url}, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "broker unreachable" in done.stderr
+    assert "guest:guest" not in done.stderr
     assert time.monotonic() - started < 30
 
 
