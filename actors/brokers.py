@@ -43,7 +43,8 @@ def make_broker(url: str | None) -> dramatiq.Broker:
             query = {"connection_attempts": "1", "stack_timeout": str(CONNECT_TIMEOUT_SECONDS),
                      "socket_timeout": str(CONNECT_TIMEOUT_SECONDS), **dict(parse_qsl(parts.query))}
             broker = RabbitmqBroker(url=urlunsplit(parts._replace(query=urlencode(query))))
-            broker.connection  # opens it now, within the bounded wait
+            if not broker.connection.is_open:  # opens it now, within the bounded wait
+                raise ConnectionError("connection did not open")
             return broker
     except Exception as error:
         raise BrokerUnavailable(f"broker unreachable at {_hide_password(url)}: {type(error).__name__}: {error}") from None

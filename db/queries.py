@@ -19,7 +19,7 @@ _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 def _parse(text: str) -> dict[str, str]:
     parts = _NAME.split(text)
     found: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2]):
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in found:
             raise ValueError(f"query {name!r} is defined twice")
         found[name] = body.strip()

@@ -1,7 +1,6 @@
 """Attempts, a growing pause, and halting when they run out or the stage takes too long (P4)."""
 from __future__ import annotations
 
-from datetime import timedelta
 
 from conftest import add_record, kinds, policy
 from domain.claims import NO_WORK, HaltReason

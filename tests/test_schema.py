@@ -5,7 +5,7 @@ import psycopg
 import pytest
 
 from conftest import add_record, policy
-from db import Database, Store
+from db import Database
 from domain.stages import Step
 
 

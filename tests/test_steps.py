@@ -82,7 +82,6 @@ def test_undecodable_input_halts_at_once(store, owner, tmp_path):
         assert row["halt_error"] and len(row["halt_error"]) > 10, name
         assert row["stage"] == "created" and row["failures"] == 1, name
     assert work_until_idle(store, settings()) == []
-    from db.queries import query
     with store.db.transaction() as conn:  # no converted audio was left behind
         assert conn.execute("SELECT count(*) AS n FROM blobs WHERE media_type LIKE 'audio/L16%'").fetchone()["n"] == 0
 

@@ -62,3 +62,29 @@ def test_transcribe_on_embedded_database(env, tmp_path):
     finally:
         import shutil
         shutil.rmtree(fresh["TRANSCRIBER_HOME"], ignore_errors=True)
+
+
+def test_interrupted_transcribe_loses_nothing(env, tmp_path):
+    """INV-1: Ctrl-C during recognition: the command says so and exits 130, the step gives its
+    claim back, and the record waits at its stage for the next run."""
+    import signal
+    import time
+
+    long = encode(tmp_path / "long.flac", "flac", repeat=12)
+    run = subprocess.Popen([sys.executable, "-m", "transcriber.cli", "transcribe", str(long)], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    deadline = time.monotonic() + 120
+    while "recognizing" not in seen:
+        assert time.monotonic() < deadline and run.poll() is None
+        seen += run.stderr.readline()
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    card = json.loads(subprocess.run([sys.executable, "-m", "transcriber.cli", "card", "1"], env=env,
+                                     capture_output=True, text=True, timeout=60).stdout)
+    assert card["stage"] == "converted" and card["halt"] is None and not card["working"]
+    events = subprocess.run([sys.executable, "-m", "transcriber.cli", "events", "1"], env=env,
+                            capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert json.loads(events[-1])["kind"] == "released"

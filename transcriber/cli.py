@@ -223,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     except DatabaseUnavailable as error:
         print(f"transcriber: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("transcriber: interrupted; accepted records stay in the pipeline "
+              "(`transcriber status`, `transcriber card ID`)", file=sys.stderr)
+        return 130
     finally:
         logger.complete()
 

@@ -5,7 +5,6 @@ answered exactly like a missing one. Errors are JSON `{"error": code, "message":
 stack trace reaches a client, and no request body or transcript reaches the log.
 """
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated

@@ -61,10 +61,11 @@ CREATE TABLE records (
     CHECK ((halted_at IS NULL) = (halt_reason IS NULL))
 );
 
--- Serves the claim: eligible rows of one stage in claim order. Lease, pause and counters stay
--- out of the index so the frequent writes to them remain cheap (HOT updates).
+-- Serves the claim: unhalted rows of one stage in claim order. The predicate is only what the
+-- claim's own WHERE states, so a generic (prepared) plan can use the index too. Lease, pause
+-- and counters stay out of it so the frequent writes to them remain cheap (HOT updates).
 CREATE INDEX records_claim_order ON records (stage, stage_entered_at, id)
-    WHERE halted_at IS NULL AND stage <> 'done';
+    WHERE halted_at IS NULL;
 CREATE INDEX records_owner_recent ON records (owner_id, created_at DESC, id DESC);
 
 -- The append-only event journal of every record.
