@@ -26,7 +26,7 @@ class Outcome(enum.StrEnum):
     SAVED = "saved"
     FAILED = "failed"
     HALTED = "halted"
-    REFUSED = "refused"      # the claim moved on: nothing written (P3)
+    REFUSED = "refused"      # the claim moved on before the result was written: nothing written (P3)
     LOST = "lost"            # a lease renewal was refused: the step stopped early (P3)
     ABANDONED = "abandoned"  # the worker is stopping: the claim was given back
 
@@ -71,8 +71,8 @@ def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event
         store.release(claim)
         return Outcome.ABANDONED
     except PermanentStepError as error:
-        store.halt(claim, error.reason, str(error), count_failure=True)
-        return Outcome.HALTED
+        halted = store.halt(claim, error.reason, str(error), count_failure=True)
+        return Outcome.HALTED if halted else Outcome.REFUSED
     except Exception as error:  # any other step error is a failed attempt, never swallowed
         return _fail(store, claim, policy, record["failures"] + 1, f"{type(error).__name__}: {error}")
     extra = set(fields) - spec.owns
@@ -86,7 +86,7 @@ def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event
 
 def _fail(store: Store, claim: Claim, policy: StepPolicy, failures: int, error: str) -> Outcome:
     if policy.exhausted(failures):
-        store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, error, count_failure=True)
-        return Outcome.HALTED
-    store.record_failure(claim, error, policy.pause_after(failures))
-    return Outcome.FAILED
+        halted = store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, error, count_failure=True)
+        return Outcome.HALTED if halted else Outcome.REFUSED
+    counted = store.record_failure(claim, error, policy.pause_after(failures))
+    return Outcome.FAILED if counted else Outcome.REFUSED

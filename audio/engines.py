@@ -50,58 +50,83 @@ class PocketsphinxEngine:
     def transcribe(self, pcm: Iterable[bytes], progress: Progress) -> Transcript:
         from pocketsphinx import Endpointer
 
-        decoder = self._decoder()
+        utterance = _Utterance(self._decoder(), self)
         endpointer = Endpointer()
         frame_bytes = endpointer.frame_bytes
-        longest = int(self.MAX_UTTERANCE * BYTES_PER_SECOND)
-        segments: list[dict] = []
-        speech = bytearray()          # the utterance being gathered
-        start = 0.0                   # where it starts, in seconds
-        continued: float | None = None  # start of the rest of an utterance cut at `longest`
         pending = bytearray()
         done = 0
-
-        def gather(out: bytes | None, ended: bool) -> None:
-            nonlocal start, continued
-            if out is None:
-                return
-            if not speech:
-                start = continued if continued is not None else endpointer.speech_start
-                continued = None
-            speech.extend(out)
-            if ended or len(speech) >= longest:
-                segments.extend(self._utterance(decoder, bytes(speech), start))
-                continued = None if ended else start + len(speech) / BYTES_PER_SECOND
-                speech.clear()
-
         for piece in pcm:
             pending += piece
             while len(pending) >= frame_bytes:
-                out = endpointer.process(bytes(pending[:frame_bytes]))
+                speech = endpointer.process(bytes(pending[:frame_bytes]))
                 del pending[:frame_bytes]
                 done += frame_bytes
-                gather(out, not endpointer.in_speech)
+                if speech is not None:
+                    utterance.add(speech, endpointer.speech_start, ended=not endpointer.in_speech)
                 if done % BYTES_PER_SECOND < frame_bytes:  # about once a second of audio
                     progress(done / BYTES_PER_SECOND)
         if endpointer.in_speech:
             # end_stream wants a non-empty last frame: silence stands in when none is left
-            gather(endpointer.end_stream(bytes(pending) or bytes(frame_bytes)), True)
-        if speech:
-            segments.extend(self._utterance(decoder, bytes(speech), start))
+            speech = endpointer.end_stream(bytes(pending) or bytes(frame_bytes))
+            if speech is not None:
+                utterance.add(speech, endpointer.speech_start, ended=True)
+        utterance.end()
         progress((done + len(pending)) / BYTES_PER_SECOND)
-        return Transcript(" ".join(s["text"] for s in segments), segments)
+        return Transcript(" ".join(s["text"] for s in utterance.segments), utterance.segments)
 
-    def _utterance(self, decoder, pcm: bytes, start: float) -> list[dict]:
-        decoder.start_utt()
-        decoder.process_raw(pcm, no_search=False, full_utt=True)
-        decoder.end_utt()
+    def words(self, decoder, start: float) -> list[tuple[str, float, float]]:
+        """The words of the utterance just ended, timed from the audio's start."""
         frame_seconds = 1.0 / decoder.config["frate"]
-        words = []
-        for seg in decoder.seg():
-            word = _WORD_VARIANT.sub("", seg.word)
-            begin, end = start + seg.start_frame * frame_seconds, start + (seg.end_frame + 1) * frame_seconds
-            words.append((word, begin, end))
-        return _group(words, self.SEGMENT_PAUSE, self.SEGMENT_LONGEST)
+        return [(_WORD_VARIANT.sub("", seg.word), start + seg.start_frame * frame_seconds,
+                 start + (seg.end_frame + 1) * frame_seconds) for seg in decoder.seg()]
+
+
+class _Utterance:
+    """Speech fed to the decoder as it comes, a quarter second at a time: the decoder holds the
+    interpreter lock while it works, so small pieces keep the other threads of the process
+    (workers, the HTTP API) responsive. An utterance is cut at MAX_UTTERANCE seconds."""
+
+    BATCH_BYTES = BYTES_PER_SECOND // 4
+
+    def __init__(self, decoder, engine: PocketsphinxEngine):
+        self.decoder, self.engine = decoder, engine
+        self.segments: list[dict] = []
+        self.open = False
+        self.start: float | None = None  # where the open utterance starts, in seconds
+        self.fed = 0
+        self.batch = bytearray()
+        self.longest = int(engine.MAX_UTTERANCE * BYTES_PER_SECOND)
+
+    def add(self, speech: bytes, speech_start: float, *, ended: bool) -> None:
+        if not self.open:
+            self.decoder.start_utt()
+            self.open, self.fed = True, 0
+            self.start = speech_start if self.start is None else self.start
+        self.batch += speech
+        if len(self.batch) >= self.BATCH_BYTES or ended:
+            self._flush()
+        if ended:
+            self.end()
+            self.start = None
+        elif self.fed >= self.longest:
+            cut_at = self.start + self.fed / BYTES_PER_SECOND
+            self.end()
+            self.start = cut_at  # the rest of this stretch of speech goes on from here
+
+    def _flush(self) -> None:
+        if self.batch:
+            self.decoder.process_raw(bytes(self.batch), no_search=False, full_utt=False)
+            self.fed += len(self.batch)
+            self.batch.clear()
+
+    def end(self) -> None:
+        if not self.open:
+            return
+        self._flush()
+        self.decoder.end_utt()
+        self.open = False
+        words = self.engine.words(self.decoder, self.start)
+        self.segments.extend(_group(words, self.engine.SEGMENT_PAUSE, self.engine.SEGMENT_LONGEST))
 
 
 _WORD_VARIANT = re.compile(r"\(\d+\)$")

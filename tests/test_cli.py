@@ -37,7 +37,8 @@ def test_owner_submit_card_events_status(env, tmp_path):
 
     events = [json.loads(line) for line in run(env, "events", str(record_id)).stdout.splitlines()]
     assert [e["kind"] for e in events] == ["accepted"]
-    assert set(events[0]) == {"at", "record_id", "origin", "kind", "stage", "detail"}
+    assert events[0]["record"] == record_id and events[0]["origin"] == "pipeline"
+    assert set(events[0]) == {"at", "record", "origin", "kind", "stage", "detail"}
 
     status = run(env, "status")
     assert status.returncode == 0 and "created" in status.stdout

@@ -152,7 +152,7 @@ def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_pat
         time.sleep(0.1)
     other = None
     while not isinstance(other, Claim):  # as if the step's renewals had been lost for a while
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline, (store.read_record(record_id), kinds(store, record_id), result)
         with db.transaction() as conn:
             conn.execute("UPDATE records SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
                          [record_id])

@@ -87,5 +87,5 @@ FROM records r
 WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id)s);
 
 -- name: events
-SELECT at, record_id, origin, kind, stage, detail FROM events
+SELECT at, record_id AS record, origin, kind, stage, detail FROM events
 WHERE record_id = %(id)s ORDER BY id;
