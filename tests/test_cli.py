@@ -71,3 +71,23 @@ def test_broken_config_names_the_variable(env):
         assert done.returncode == 2
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and variable in lines[0], done.stderr
+
+
+def test_unusable_places_are_named(env, tmp_path):
+    """An unreachable database, an unwritable log or home: one line naming the variable, no
+    traceback, no password."""
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    cases = [
+        ({"TRANSCRIBER_DATABASE_URL": "postgresql://postgres:hunter2@127.0.0.1:1/none"}, "TRANSCRIBER_DATABASE_URL"),
+        ({"TRANSCRIBER_LOG_JSON": str(blocked / "log.jsonl")}, "TRANSCRIBER_LOG_JSON"),
+    ]
+    without_db = {k: v for k, v in env.items() if k != "TRANSCRIBER_DATABASE_URL"}
+    cases.append(({"TRANSCRIBER_HOME": str(blocked / "home")}, "TRANSCRIBER_HOME"))
+    for extra, variable in cases:
+        base = without_db if variable == "TRANSCRIBER_HOME" else env
+        done = run({**base, **extra}, "status")
+        assert done.returncode in (1, 2), done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and variable in lines[0], done.stderr
+        assert "hunter2" not in done.stderr

@@ -211,10 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = config.load()
+        logs.configure(level="DEBUG" if args.verbose else "WARNING", json_path=settings.log_json)
     except config.ConfigError as error:
         print(f"transcriber: configuration error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    logs.configure(level="DEBUG" if args.verbose else "WARNING", json_path=settings.log_json)
     try:
         return args.run(args, settings)
     except (UserError, IntakeError) as error:
@@ -223,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     except DatabaseUnavailable as error:
         print(f"transcriber: {error}", file=sys.stderr)
         return 1
+    except config.ConfigError as error:
+        print(f"transcriber: configuration error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("transcriber: interrupted; accepted records stay in the pipeline "
               "(`transcriber status`, `transcriber card ID`)", file=sys.stderr)

@@ -25,13 +25,20 @@ def configure(*, level: str = "INFO", json_path: Path | None = None, stderr: boo
     for name in ("dramatiq", "pika"):
         logging.getLogger(name).setLevel(logging.WARNING)
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
+    # the pool retries a lost connection by itself; what fails for good reaches our own code
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     logger.remove()
     if stderr:
         logger.add(sys.stderr, level=level, format=_FORMAT, backtrace=False, diagnose=False)
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        # enqueue: safe from many threads and processes writing one file
-        logger.add(json_path, level="DEBUG", serialize=True, enqueue=True, backtrace=False, diagnose=False)
+        try:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            # enqueue: safe from many threads and processes writing one file
+            logger.add(json_path, level="DEBUG", serialize=True, enqueue=True, backtrace=False, diagnose=False)
+        except OSError as error:
+            from transcriber.config import ConfigError
+
+            raise ConfigError("TRANSCRIBER_LOG_JSON", f"cannot write the log at {json_path}: {error.strerror}") from None
 
 
 def configure_once(**options) -> None:

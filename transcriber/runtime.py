@@ -1,14 +1,26 @@
 """Opening the service's database from its settings: the configured server or the embedded one."""
 from __future__ import annotations
 
-from db import Database, Store
+from db import Database, DatabaseUnavailable, Store
 from db.database import embedded_url
 from transcriber.config import Settings
 
 
 def open_database(settings: Settings, *, max_size: int = 10, migrate: bool = True) -> Database:
-    url = settings.database_url or embedded_url(settings.home)
-    db = Database(url, max_size=max_size)
+    if settings.database_url is None:
+        try:
+            url = embedded_url(settings.home)
+        except Exception as error:  # whatever stops the embedded server, say it in one line
+            raise DatabaseUnavailable(
+                f"the embedded database under {settings.home} (TRANSCRIBER_HOME) could not start: "
+                f"{type(error).__name__}: {error}") from None
+    else:
+        url = settings.database_url
+    try:
+        db = Database(url, max_size=max_size)
+    except DatabaseUnavailable as error:
+        where = "TRANSCRIBER_DATABASE_URL" if settings.database_url else "TRANSCRIBER_HOME"
+        raise DatabaseUnavailable(f"{error} (check {where})") from None
     if migrate:
         db.migrate()
     return db
