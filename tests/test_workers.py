@@ -19,15 +19,15 @@ from media import encode
 REDIS_DB = 13
 
 
-def _redis_up() -> bool:
+def _listening(port: int) -> bool:
     try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
         return True
     except OSError:
         return False
 
 
-pytestmark = pytest.mark.skipif(not _redis_up(), reason="no Redis on 127.0.0.1:6379")
+pytestmark = pytest.mark.skipif(not _listening(6379), reason="no Redis on 127.0.0.1:6379")
 
 
 @pytest.fixture
@@ -158,15 +158,7 @@ def test_bad_broker_url_fails_fast(env, url):
     assert time.monotonic() - started < 30
 
 
-def _rabbit_up() -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", 5672), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _rabbit_up(), reason="no RabbitMQ on 127.0.0.1:5672")
+@pytest.mark.skipif(not _listening(5672), reason="no RabbitMQ on 127.0.0.1:5672")
 def test_worker_and_scheduler_on_rabbitmq(store, owner, env, processes, tmp_path):
     """The same pipeline with RabbitMQ as the broker."""
     rabbit_env = {**env, "TRANSCRIBER_BROKER_URL": "amqp://guest:guest@127.0.0.1:5672/%2F",
