@@ -1,8 +1,13 @@
 """Recognition engines: PCM in (16 kHz mono s16), text and timed segments out."""
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
@@ -159,15 +164,106 @@ def _group(words: list[tuple[str, float, float]], pause: float, longest: float) 
     return segments
 
 
+class IsolatedEngine:
+    """An engine run in a child process of its own, one per worker thread.
+
+    A recognizer holds the interpreter lock while it decodes: run in the worker's own process
+    it would stall every other thread there (the HTTP API of `transcriber up`, the other
+    workers). In a child process it does not, and two worker threads really decode in
+    parallel. The model is loaded once per child, which lives as long as its thread. PCM goes
+    down a pipe whose small buffer keeps the parent's count of bytes sent within a moment of
+    the child's progress; a step that stops early (claim lost, shutdown) ends the child, which
+    would otherwise hold half an utterance.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self._local = threading.local()
+
+    def _child(self) -> subprocess.Popen:
+        child = getattr(self._local, "child", None)
+        if child is None or child.poll() is not None:
+            root = str(Path(__file__).resolve().parent.parent)
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+            child = self._local.child = subprocess.Popen(
+                [sys.executable, "-m", "audio.recognizer_process", self.name],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0,
+            )
+        return child
+
+    def _discard(self) -> None:
+        child = getattr(self._local, "child", None)
+        self._local.child = None
+        if child is not None:
+            child.kill()
+            child.wait(timeout=5)
+            for stream in (child.stdin, child.stdout):
+                stream.close()
+
+    def transcribe(self, pcm: Iterable[bytes], progress: Progress) -> Transcript:
+        child = self._child()
+        sent = 0
+        try:
+            for piece in pcm:
+                for at in range(0, len(piece), PIPE_PIECE):
+                    chunk = piece[at:at + PIPE_PIECE]
+                    write_frame(child.stdin, chunk)
+                    sent += len(chunk)
+                    progress(sent / BYTES_PER_SECOND)
+            write_frame(child.stdin, b"")  # the end of this recording
+            answer = child.stdout.readline()
+            if not answer:
+                raise EOFError
+        except (EOFError, OSError):
+            self._discard()
+            raise RuntimeError(f"the {self.name} recognizer process ended unexpectedly") from None
+        except BaseException:
+            self._discard()
+            raise
+        result = json.loads(answer)
+        if "error" in result:
+            raise RuntimeError(result["error"])
+        return Transcript(result["text"], result["segments"])
+
+
+PIPE_PIECE = BYTES_PER_SECOND // 2
+
+
+def write_frame(stream, data: bytes) -> None:
+    stream.write(len(data).to_bytes(4, "big") + data)
+
+
+def read_frame(stream) -> bytes | None:
+    """The next frame; None at the end of the stream."""
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    size = int.from_bytes(head, "big")
+    data = bytearray()
+    while len(data) < size:
+        more = stream.read(size - len(data))
+        if not more:
+            return None
+        data += more
+    return bytes(data)
+
+
+def make(name: str) -> Engine:
+    """A new engine called `name`, in this process."""
+    if name != PocketsphinxEngine.name:
+        raise ValueError(f"unknown engine {name!r}")
+    return PocketsphinxEngine()
+
+
 _ENGINES: dict[str, Engine] = {}
 _LOCK = threading.Lock()
 
 
 def engine(name: str) -> Engine:
-    """The process's engine called `name`, created once."""
+    """The process's engine called `name`, created once, running in worker child processes."""
     with _LOCK:
         if name not in _ENGINES:
             if name != PocketsphinxEngine.name:
                 raise ValueError(f"unknown engine {name!r}")
-            _ENGINES[name] = PocketsphinxEngine()
+            _ENGINES[name] = IsolatedEngine(name)
         return _ENGINES[name]

@@ -13,29 +13,16 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import psycopg  # noqa: E402
+from scratch import scratch_database  # noqa: E402  (sets up the import path)
 
 from db import Database, Store  # noqa: E402
-from db.database import embedded_url  # noqa: E402
 from domain.claims import NO_WORK  # noqa: E402
 from domain.policy import StepPolicy  # noqa: E402
 from domain.stages import Step  # noqa: E402
-from transcriber import config  # noqa: E402
 
 POLICY = StepPolicy(lease_seconds=60, time_limit_seconds=3600, max_attempts=3, backoff_seconds=1)
-
-
-def scratch(admin_url: str, name: str, drop: bool = False) -> str:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {}").format(psycopg.sql.Identifier(name)))
-        if not drop:
-            conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
-    info = psycopg.conninfo.conninfo_to_dict(admin_url)
-    info["dbname"] = name
-    return psycopg.conninfo.make_conninfo(**info)
 
 
 def run(url: str, records: int, claimers: int) -> float:
@@ -67,15 +54,10 @@ def main(records: int) -> None:
     from transcriber import logs
 
     logs.configure(level="ERROR")
-    settings = config.load()
-    admin = settings.database_url or embedded_url(settings.home)
     print(f"{'claimers':>8} {'records':>8} {'claim+save per s':>17}")
     for claimers in (1, 2, 4, 8):
-        url = scratch(admin, "transcriber_bench")
-        try:
+        with scratch_database() as url:
             print(f"{claimers:8d} {records:8d} {run(url, records, claimers):17.0f}", flush=True)
-        finally:
-            scratch(admin, "transcriber_bench", drop=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from audio.decode import BYTES_PER_SECOND, pcm16k  # noqa: E402
-from audio.engines import engine  # noqa: E402
+from audio.engines import PocketsphinxEngine  # noqa: E402
 from media import encode, speech_pcm  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def measure(path: str) -> tuple[float, float, float, float]:
     pcm = sum(len(piece) for piece in pcm16k(Path(path)))
     convert = time.perf_counter() - started
     started = time.perf_counter()
-    engine("pocketsphinx").transcribe(pcm16k(Path(path)), lambda s: None)
+    PocketsphinxEngine().transcribe(pcm16k(Path(path)), lambda s: None)
     recognize = time.perf_counter() - started
     return pcm / BYTES_PER_SECOND, convert, recognize, peak_mb()
 

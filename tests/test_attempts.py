@@ -75,3 +75,22 @@ def test_stage_time_limit_halts_on_claim(store, owner, db):
     assert old["halt_reason"] == HaltReason.STAGE_TIME_LIMIT
     assert "3600" in old["halt_error"]
     assert kinds(store, old_id)[-2:] == ["claimed", "halted"]
+
+
+def test_status_counts_what_the_operator_needs(store, owner, db):
+    """`status`: per stage, how many are active, claimed, waiting out a pause, halted, and the
+    age of the oldest eligible record."""
+    for _ in range(4):
+        add_record(store, owner)
+    with db.transaction() as conn:
+        conn.execute("UPDATE records SET stage_entered_at = now() - interval '90 seconds'")
+    claimed = store.claim(Step.CONVERT, policy())
+    failed = store.claim(Step.CONVERT, policy())
+    assert store.record_failure(failed, "x", 600)
+    halted = store.claim(Step.CONVERT, policy())
+    assert store.halt(halted, HaltReason.UNDECODABLE_AUDIO, "y")
+    (created,) = store.status()
+    assert created["stage"] == "created"
+    assert (created["active"], created["claimed"], created["waiting"], created["halted"]) == (3, 1, 1, 1)
+    assert 89 <= created["oldest_eligible_seconds"] < 100  # the one record nobody holds
+    assert claimed.record_id not in (failed.record_id, halted.record_id)

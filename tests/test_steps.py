@@ -166,3 +166,35 @@ def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_pat
     row = store.read_record(record_id)
     assert row["stage"] == "converted" and row["transcript"] is None
     assert "save_refused" in kinds(store, record_id)
+
+
+def test_recognizer_process_death_is_a_failed_attempt(store, owner, tmp_path):
+    """The recognizer runs in a child process; if it dies mid-recording the run counts as a
+    failed attempt (not a halt, not a silent success) and the next run succeeds."""
+    import psutil
+
+    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=8))
+    s = settings(recognize_lease_seconds=3, backoff_seconds=0)
+    assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not (store.read_record(record_id)["progress_seconds"] or 0) > 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    children = [p for p in psutil.Process().children(recursive=True)
+                if "audio.recognizer_process" in " ".join(p.cmdline())]
+    assert children
+    for child in children:
+        child.kill()
+    worker.join(timeout=60)
+    assert result["outcome"] == Outcome.FAILED
+    row = store.read_record(record_id)
+    assert row["failures"] == 1 and "recognizer process ended" in kinds_detail(store, record_id)
+    assert run_once(store, s, Step.RECOGNIZE) == Outcome.SAVED
+    assert store.read_record(record_id)["stage"] == "done"
+
+
+def kinds_detail(store, record_id) -> str:
+    return " ".join(str(e["detail"]) for e in store.events(record_id))

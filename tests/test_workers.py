@@ -127,10 +127,11 @@ def test_sigterm_gives_claims_back_and_stops_cleanly(store, owner, redis_env, pr
     record_id = store.accept(owner["id"], [encode(tmp_path / "long.flac", "flac", repeat=12).read_bytes()])
     env = {**redis_env, "TRANSCRIBER_RECOGNIZE_LEASE_SECONDS": "3"}
     scheduler = processes.scheduler(env)
-    worker = processes.worker(env)
+    log = (tmp_path / "worker.log").open("w")
+    worker = processes.worker(env, log=log)
     wait_for(lambda: (store.read_record(record_id)["progress_seconds"] or 0) > 0, 120)
-    os.killpg(worker.pid, signal.SIGTERM)
-    assert worker.wait(timeout=60) == 0
+    worker.send_signal(signal.SIGTERM)  # to the main process, which passes it on to its workers
+    assert worker.wait(timeout=60) == 0, (tmp_path / "worker.log").read_text()
     row = store.read_record(record_id)
     assert row["stage"] == "converted" and row["claim_token"] is None and row["lease_expires_at"] is None
     assert kinds(store, record_id)[-1] == "released"

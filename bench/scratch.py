@@ -1,0 +1,39 @@
+"""A scratch database for a benchmark: on TRANSCRIBER_DATABASE_URL's server if set, else on the
+embedded one under TRANSCRIBER_HOME; dropped when the benchmark is done with it."""
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+
+from db.database import embedded_url  # noqa: E402
+from transcriber import config  # noqa: E402
+
+NAME = "transcriber_bench"
+
+
+def _admin(statement: sql.Composed, admin_url: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+@contextlib.contextmanager
+def scratch_database() -> Iterator[str]:
+    settings = config.load()
+    admin_url = settings.database_url or embedded_url(settings.home)
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(NAME))
+    _admin(drop, admin_url)
+    _admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(NAME)), admin_url)
+    info = psycopg.conninfo.conninfo_to_dict(admin_url)
+    info["dbname"] = NAME
+    try:
+        yield psycopg.conninfo.make_conninfo(**info)
+    finally:
+        _admin(drop, admin_url)
