@@ -113,16 +113,27 @@ def encode_bytes() -> bytes:
     return buffer.getvalue()
 
 
+def recognize_in_background(store, the_settings, record_id, *, wait_for_progress=True):
+    """Start a recognition run on a thread; once it has reported progress, return the thread
+    and the dict that will hold its outcome."""
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, the_settings, Step.RECOGNIZE)))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while wait_for_progress and not (store.read_record(record_id)["progress_seconds"] or 0) > 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    return worker, result
+
+
 def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path):
     """P3: a step running longer than its lease renews it under its token; no other worker can
     take the record meanwhile, and the step saves."""
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=8))  # ~80 s
     s = settings(recognize_lease_seconds=3)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
-    result = {}
-    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
     started = time.monotonic()
-    worker.start()
+    worker, result = recognize_in_background(store, s, record_id, wait_for_progress=False)
     rival_claims = []
     while worker.is_alive():
         claim = store.claim(Step.RECOGNIZE, s.policy(Step.RECOGNIZE))
@@ -143,13 +154,8 @@ def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_pat
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=12))  # ~2 min
     s = settings(recognize_lease_seconds=3)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
-    result = {}
-    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
-    worker.start()
+    worker, result = recognize_in_background(store, s, record_id)
     deadline = time.monotonic() + 30
-    while not (store.read_record(record_id)["progress_seconds"] or 0) > 0:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
     other = None
     while not isinstance(other, Claim):  # as if the step's renewals had been lost for a while
         assert time.monotonic() < deadline, (store.read_record(record_id), kinds(store, record_id), result)
@@ -176,13 +182,8 @@ def test_recognizer_process_death_is_a_failed_attempt(store, owner, tmp_path):
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=8))
     s = settings(recognize_lease_seconds=3, backoff_seconds=0)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
-    result = {}
-    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
-    worker.start()
+    worker, result = recognize_in_background(store, s, record_id)
     deadline = time.monotonic() + 30
-    while not (store.read_record(record_id)["progress_seconds"] or 0) > 0:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
     children = [p for p in psutil.Process().children(recursive=True)
                 if "audio.recognizer_process" in " ".join(p.cmdline())]
     assert children
