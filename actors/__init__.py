@@ -103,6 +103,9 @@ def recognize() -> None:
     return _work(Step.RECOGNIZE)
 
 
+ORPHAN_GRACE_SECONDS = 3600
+
+
 @dramatiq.actor(actor_name="sweep", queue_name=QUEUE, max_retries=0, max_age=_MAX_AGE_MS)
 def sweep() -> None:
     """Delete audio no record points at: left when a worker died between storing converted
@@ -112,7 +115,6 @@ def sweep() -> None:
         logger.info("swept {} orphaned audio blob(s)", removed)
 
 
-ORPHAN_GRACE_SECONDS = 3600
 ACTORS = {Step.CONVERT: convert, Step.RECOGNIZE: recognize}
 
 

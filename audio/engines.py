@@ -33,8 +33,9 @@ class PocketsphinxEngine:
     """The offline default: pocketsphinx with its bundled en-us model.
 
     Speech is cut into utterances by voice activity detection (and at most MAX_UTTERANCE
-    seconds each), so memory stays bounded however long the audio. A decoder is not shareable
-    between threads: each worker thread loads the model once and keeps it for every record.
+    seconds each) and fed to the decoder as it comes, so memory stays bounded however long the
+    audio. The model is loaded once per engine and kept for every recording; an engine serves
+    one recording at a time (workers reach it through `IsolatedEngine`).
     """
 
     name = "pocketsphinx"
@@ -42,15 +43,15 @@ class PocketsphinxEngine:
     SEGMENT_PAUSE = 0.3       # a pause this long ends a segment
     SEGMENT_LONGEST = 8.0     # and no segment runs longer
 
-    _local = threading.local()
+    def __init__(self):
+        self._loaded = None
 
     def _decoder(self):
-        decoder = getattr(self._local, "decoder", None)
-        if decoder is None:
+        if self._loaded is None:
             from pocketsphinx import Decoder
 
-            decoder = self._local.decoder = Decoder(loglevel="FATAL")
-        return decoder
+            self._loaded = Decoder(loglevel="FATAL")
+        return self._loaded
 
     def transcribe(self, pcm: Iterable[bytes], progress: Progress) -> Transcript:
         from pocketsphinx import Endpointer
@@ -87,9 +88,8 @@ class PocketsphinxEngine:
 
 
 class _Utterance:
-    """Speech fed to the decoder as it comes, a quarter second at a time: the decoder holds the
-    interpreter lock while it works, so small pieces keep the other threads of the process
-    (workers, the HTTP API) responsive. An utterance is cut at MAX_UTTERANCE seconds."""
+    """Speech fed to the decoder as it comes, in quarter-second batches, so no utterance is
+    held whole in memory. An utterance is cut at MAX_UTTERANCE seconds."""
 
     BATCH_BYTES = BYTES_PER_SECOND // 4
 
@@ -187,7 +187,7 @@ class IsolatedEngine:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
             child = self._local.child = subprocess.Popen(
                 [sys.executable, "-m", "audio.recognizer_process", self.name],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             )
         return child
 
@@ -231,6 +231,7 @@ PIPE_PIECE = BYTES_PER_SECOND // 2
 
 def write_frame(stream, data: bytes) -> None:
     stream.write(len(data).to_bytes(4, "big") + data)
+    stream.flush()
 
 
 def read_frame(stream) -> bytes | None:
@@ -248,22 +249,26 @@ def read_frame(stream) -> bytes | None:
     return bytes(data)
 
 
+# The engines there are, by the name TRANSCRIBER_ENGINE gives.
+ENGINES = {PocketsphinxEngine.name: PocketsphinxEngine}
+
+
 def make(name: str) -> Engine:
     """A new engine called `name`, in this process."""
-    if name != PocketsphinxEngine.name:
+    if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}")
-    return PocketsphinxEngine()
+    return ENGINES[name]()
 
 
-_ENGINES: dict[str, Engine] = {}
+_ISOLATED: dict[str, IsolatedEngine] = {}
 _LOCK = threading.Lock()
 
 
 def engine(name: str) -> Engine:
-    """The process's engine called `name`, created once, running in worker child processes."""
+    """The process's engine called `name`, created once; it recognises in child processes."""
     with _LOCK:
-        if name not in _ENGINES:
-            if name != PocketsphinxEngine.name:
+        if name not in _ISOLATED:
+            if name not in ENGINES:
                 raise ValueError(f"unknown engine {name!r}")
-            _ENGINES[name] = IsolatedEngine(name)
-        return _ENGINES[name]
+            _ISOLATED[name] = IsolatedEngine(name)
+        return _ISOLATED[name]

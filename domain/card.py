@@ -8,6 +8,17 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
+def links(record_id: int) -> dict:
+    """The addresses of a record's card and of its text in each format."""
+    return {
+        "self": f"/records/{record_id}",
+        "text": f"/records/{record_id}/text",
+        "srt": f"/records/{record_id}/text?format=srt",
+        "vtt": f"/records/{record_id}/text?format=vtt",
+        "json": f"/records/{record_id}/text?format=json",
+    }
+
+
 def card(row: dict, now: datetime | None = None) -> dict:
     """The card of a record from its columns: stage, halt flag with reason, attempts, pause."""
     now = now or datetime.now(timezone.utc)
@@ -35,11 +46,5 @@ def card(row: dict, now: datetime | None = None) -> dict:
         "duration_seconds": row["duration_seconds"],
         "progress_seconds": row["progress_seconds"],
         "engine": row["engine"],
-        "links": {
-            "self": f"/records/{record_id}",
-            "text": f"/records/{record_id}/text",
-            "srt": f"/records/{record_id}/text?format=srt",
-            "vtt": f"/records/{record_id}/text?format=vtt",
-            "json": f"/records/{record_id}/text?format=json",
-        },
+        "links": links(record_id),
     }

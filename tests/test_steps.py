@@ -183,7 +183,6 @@ def test_recognizer_process_death_is_a_failed_attempt(store, owner, tmp_path):
     s = settings(recognize_lease_seconds=3, backoff_seconds=0)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
     worker, result = recognize_in_background(store, s, record_id)
-    deadline = time.monotonic() + 30
     children = [p for p in psutil.Process().children(recursive=True)
                 if "audio.recognizer_process" in " ".join(p.cmdline())]
     assert children

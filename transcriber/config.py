@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit
 
+from audio.engines import ENGINES as engine_names
 from domain.policy import (
     DEFAULT_BACKOFF_SECONDS,
     DEFAULT_LEASE_SECONDS,
@@ -16,7 +17,7 @@ from domain.policy import (
 )
 from domain.stages import Step
 
-ENGINES = ("pocketsphinx",)
+ENGINES = tuple(engine_names)
 BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 
 

@@ -38,6 +38,11 @@ class UnknownOwner(IntakeError):
     code = "unknown_owner"
 
 
+def size_limit_message(settings: Settings) -> str:
+    limit = settings.max_upload_bytes // (1024 * 1024)
+    return f"the file is larger than the limit of {limit} MB (TRANSCRIBER_MAX_UPLOAD_MB)"
+
+
 def _read(path: Path) -> Iterator[bytes]:
     with path.open("rb") as handle:
         while piece := handle.read(READ_BYTES):
@@ -52,8 +57,7 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     if size == 0:
         raise EmptyFile(f"the file is empty: {name}")
     if size > settings.max_upload_bytes:
-        limit = settings.max_upload_bytes // (1024 * 1024)
-        raise TooLarge(f"the file is larger than the limit of {limit} MB (TRANSCRIBER_MAX_UPLOAD_MB): {name}")
+        raise TooLarge(f"{size_limit_message(settings)}: {name}")
     try:
         probe(path)
     except UndecodableAudio as error:

@@ -12,10 +12,7 @@ class LocalPipeline:
     def __init__(self, store: Store, settings: Settings, *, threads: int = 2):
         import actors
         from actors.scheduler import start_background
-        from actors.work import stopping
 
-        self._stopping = stopping
-        stopping.clear()
         actors.use(store, settings)
         self.worker = dramatiq.Worker(actors.broker, worker_threads=threads, worker_timeout=100)
         self.worker.start()
@@ -23,10 +20,11 @@ class LocalPipeline:
 
     def stop(self) -> None:
         """Stop ticking; running steps give their claims back at their next beat (INV-1)."""
+        from actors.work import stopping
+
         self.scheduler.shutdown(wait=False)
-        self._stopping.set()
-        self.worker.stop(timeout=30_000)
-        self._stopping.clear()
+        self.worker.stop(timeout=30_000)  # sets `stopping` first (actors.StopSteps)
+        stopping.clear()  # nothing of this process is stopping any more
         # a stopped worker leaves its hook on the broker; a later worker in this process needs none
         broker = self.worker.broker
         broker.middleware[:] = [m for m in broker.middleware if getattr(m, "worker", None) is not self.worker]

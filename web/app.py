@@ -5,6 +5,7 @@ answered exactly like a missing one. Errors are JSON `{"error": code, "message":
 stack trace reaches a client, and no request body or transcript reaches the log.
 """
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -18,9 +19,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audio.formats import FORMATS, MEDIA_TYPES, render
 from db import Store
-from domain.card import card
+from domain.card import card, links
 from transcriber.config import Settings
-from transcriber.intake import IntakeError, TooLarge, accept_file
+from transcriber.intake import IntakeError, TooLarge, accept_file, size_limit_message
 
 COPY_BYTES = 1 << 20
 
@@ -78,7 +79,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         length = request.headers.get("content-length")
         if request.method == "POST" and length and length.isdigit() \
                 and int(length) > settings.max_upload_bytes + 64 * 1024:
-            return _error(413, "too_large", _too_large_message(settings))
+            return _error(413, TooLarge.code, size_limit_message(settings))
         return await call_next(request)
 
     def owner(request: Request) -> dict:
@@ -114,19 +115,14 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
             path = Path(folder) / "upload"
             with path.open("wb") as out:
-                copied = 0
-                while piece := file.file.read(COPY_BYTES):
-                    copied += len(piece)
-                    if copied > settings.max_upload_bytes:
-                        raise ApiError(413, TooLarge.code, _too_large_message(settings))
-                    out.write(piece)
+                shutil.copyfileobj(file.file, out, COPY_BYTES)
             try:
                 new_id = accept_file(store, settings, path, owner_id=who["id"], title=title, source_name=name)
             except IntakeError as error:
                 raise ApiError(error.status, error.code, str(error)) from None
-        links = card(store.card_row(new_id, who["id"]))["links"]
-        return JSONResponse({"id": new_id, "card": links["self"], "text": links["text"]},
-                            status_code=201, headers={"Location": links["self"]})
+        addresses = links(new_id)
+        return JSONResponse({"id": new_id, "card": addresses["self"], "text": addresses["text"]},
+                            status_code=201, headers={"Location": addresses["self"]})
 
     @app.get("/records", tags=["records"])
     def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=200), offset: int = Query(default=0, ge=0)):
@@ -164,6 +160,3 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
 
     return app
 
-
-def _too_large_message(settings: Settings) -> str:
-    return f"the upload is larger than {settings.max_upload_bytes // (1024 * 1024)} MB (TRANSCRIBER_MAX_UPLOAD_MB)"
