@@ -16,6 +16,9 @@ class StepPolicy:
     time_limit_seconds: float
     max_attempts: int
     backoff_seconds: float
+    # claims of the record that ended with the lease running out (its worker died) before it
+    # is halted with `worker_lost`: a record that kills its worker must not cycle forever
+    max_lost_leases: int = 3
 
     def pause_after(self, failures: int) -> float:
         """The retry pause after the `failures`-th failure: it doubles with every failure."""
@@ -37,3 +40,4 @@ DEFAULT_LEASE_SECONDS = {Step.CONVERT: 120.0, Step.RECOGNIZE: 300.0}
 DEFAULT_TIME_LIMIT_SECONDS = {Step.CONVERT: 24 * 3600.0, Step.RECOGNIZE: 72 * 3600.0}
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BACKOFF_SECONDS = 10.0
+DEFAULT_MAX_LOST_LEASES = 3

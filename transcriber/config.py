@@ -1,24 +1,27 @@
 """Configuration from the environment. A bad value fails at start with one line naming it."""
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from audio.engines import ENGINES as engine_names
 from domain.policy import (
     DEFAULT_BACKOFF_SECONDS,
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_LOST_LEASES,
     DEFAULT_TIME_LIMIT_SECONDS,
     StepPolicy,
 )
 from domain.stages import Step
 
-ENGINES = tuple(engine_names)
+ENGINES = ("faster-whisper", "pocketsphinx", "openai")
+DEVICES = ("cpu", "cuda")
 BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
+DAY = 24 * 3600.0
 
 
 class ConfigError(ValueError):
@@ -39,12 +42,23 @@ class Settings:
     policies: dict[Step, StepPolicy]
     max_upload_bytes: int
     log_json: Path | None
+    whisper_model: str = "tiny.en"
+    language: str = "auto"        # the default for uploads that name none; "auto" detects it
+    device: str = "cpu"
+    max_audio_seconds: float = 4 * 3600.0
+    sync_wait_seconds: float = 600.0
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_model: str = "whisper-1"
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]
 
 
-def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, integer: bool = False) -> float:
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float,
+            integer: bool = False) -> float:
+    """A finite number within [minimum, maximum]: `inf`, `nan` and absurd values stop the start
+    here instead of overflowing a timer or an interval later."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -53,9 +67,27 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
     except ValueError:
         kind = "a whole number" if integer else "a number"
         raise ConfigError(name, f"must be {kind}, got {raw!r}") from None
-    if value < minimum or value != value:
-        raise ConfigError(name, f"must be at least {minimum:g}, got {raw!r}")
+    if not math.isfinite(value) or not minimum <= value <= maximum:
+        raise ConfigError(name, f"must be between {minimum:g} and {maximum:g}, got {raw!r}")
     return value
+
+
+def _language(env: Mapping[str, str]) -> str:
+    raw = env.get("TRANSCRIBER_LANGUAGE", "").strip().lower() or "auto"
+    try:
+        return check_language(raw)
+    except ValueError as error:
+        raise ConfigError("TRANSCRIBER_LANGUAGE", str(error)) from None
+
+
+def check_language(code: str) -> str:
+    """`auto` or a language code the recognizers know (`en`, `ru`, …); ValueError otherwise."""
+    from audio.models import LANGUAGES
+
+    code = code.strip().lower()
+    if code != "auto" and code not in LANGUAGES:
+        raise ValueError(f"unknown language {code!r}; use auto or a code such as en, ru, de, fr")
+    return code
 
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
@@ -75,17 +107,32 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     engine = env.get("TRANSCRIBER_ENGINE", "").strip() or "pocketsphinx"
     if engine not in ENGINES:
         raise ConfigError("TRANSCRIBER_ENGINE", f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    device = env.get("TRANSCRIBER_DEVICE", "").strip().lower() or "cpu"
+    if device not in DEVICES:
+        raise ConfigError("TRANSCRIBER_DEVICE", f"unknown device {device!r}; one of {', '.join(DEVICES)}")
+    openai_base_url = env.get("TRANSCRIBER_OPENAI_BASE_URL", "").strip().rstrip("/") or None
+    if engine == "openai":
+        if openai_base_url is None:
+            raise ConfigError("TRANSCRIBER_OPENAI_BASE_URL", "is required with TRANSCRIBER_ENGINE=openai")
+        if urlsplit(openai_base_url).scheme not in ("http", "https") or not urlsplit(openai_base_url).hostname:
+            raise ConfigError("TRANSCRIBER_OPENAI_BASE_URL", "must be an http:// or https:// URL")
 
-    max_attempts = int(_number(env, "TRANSCRIBER_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS, minimum=1, integer=True))
-    backoff = _number(env, "TRANSCRIBER_BACKOFF_SECONDS", DEFAULT_BACKOFF_SECONDS, minimum=0)
+    max_attempts = int(_number(env, "TRANSCRIBER_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS, minimum=1, maximum=1000,
+                               integer=True))
+    backoff = _number(env, "TRANSCRIBER_BACKOFF_SECONDS", DEFAULT_BACKOFF_SECONDS, minimum=0, maximum=DAY)
+    max_lost = int(_number(env, "TRANSCRIBER_MAX_LOST_LEASES", DEFAULT_MAX_LOST_LEASES, minimum=1, maximum=1000,
+                           integer=True))
     policies = {}
     for step in Step:
         prefix = f"TRANSCRIBER_{step.name}_"
         policies[step] = StepPolicy(
-            lease_seconds=_number(env, prefix + "LEASE_SECONDS", DEFAULT_LEASE_SECONDS[step], minimum=1),
-            time_limit_seconds=_number(env, prefix + "TIME_LIMIT_SECONDS", DEFAULT_TIME_LIMIT_SECONDS[step], minimum=1),
+            lease_seconds=_number(env, prefix + "LEASE_SECONDS", DEFAULT_LEASE_SECONDS[step], minimum=1,
+                                  maximum=DAY),
+            time_limit_seconds=_number(env, prefix + "TIME_LIMIT_SECONDS", DEFAULT_TIME_LIMIT_SECONDS[step],
+                                       minimum=1, maximum=365 * DAY),
             max_attempts=max_attempts,
             backoff_seconds=backoff,
+            max_lost_leases=max_lost,
         )
 
     home = Path(env.get("TRANSCRIBER_HOME", "").strip() or "~/.local/share/transcriber").expanduser()
@@ -95,8 +142,17 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         home=home,
         broker_url=broker_url,
         engine=engine,
-        tick_seconds=_number(env, "TRANSCRIBER_TICK_SECONDS", 1.0, minimum=0.05),
+        tick_seconds=_number(env, "TRANSCRIBER_TICK_SECONDS", 1.0, minimum=0.05, maximum=3600),
         policies=policies,
-        max_upload_bytes=int(_number(env, "TRANSCRIBER_MAX_UPLOAD_MB", 512, minimum=1) * 1024 * 1024),
+        max_upload_bytes=int(_number(env, "TRANSCRIBER_MAX_UPLOAD_MB", 512, minimum=1, maximum=1024 * 1024)
+                             * 1024 * 1024),
         log_json=Path(log_json).expanduser() if log_json else None,
+        whisper_model=env.get("TRANSCRIBER_WHISPER_MODEL", "").strip() or "tiny.en",
+        language=_language(env),
+        device=device,
+        max_audio_seconds=_number(env, "TRANSCRIBER_MAX_AUDIO_SECONDS", 4 * 3600.0, minimum=1, maximum=7 * DAY),
+        sync_wait_seconds=_number(env, "TRANSCRIBER_SYNC_WAIT_SECONDS", 600.0, minimum=0, maximum=DAY),
+        openai_base_url=openai_base_url,
+        openai_api_key=env.get("TRANSCRIBER_OPENAI_API_KEY", "").strip() or None,
+        openai_model=env.get("TRANSCRIBER_OPENAI_MODEL", "").strip() or "whisper-1",
     )
