@@ -22,6 +22,19 @@ class Transcript:
     segments: list[dict] = field(default_factory=list)  # each {"start", "end", "text"} in seconds
 
 
+@dataclass
+class Recognized:
+    """What an engine makes of one window of audio (at most WINDOW_SECONDS of 16 kHz mono s16).
+
+    Times are seconds from the window's start. Each segment is {"start", "end", "text",
+    "words"}, words a list of {"word", "start", "end"} (empty where an engine gives none);
+    `language` is the code used or detected, None where the engine cannot tell.
+    """
+
+    segments: list[dict]
+    language: str | None = None
+
+
 class Engine(Protocol):
     name: str
 
