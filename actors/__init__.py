@@ -40,6 +40,10 @@ def _setup() -> tuple[config.Settings, dramatiq.Broker]:
         if settings.broker_url is None and "dramatiq.cli" in sys.modules:
             # worker processes of their own would wait forever on an in-process broker
             raise config.ConfigError("TRANSCRIBER_BROKER_URL", "`dramatiq actors` needs a redis:// or amqp:// URL")
+        if "dramatiq.cli" in sys.modules:
+            from transcriber.runtime import check_engine
+
+            check_engine(settings)
         broker = make_broker(settings.broker_url)
     except (config.ConfigError, BrokerUnavailable) as error:
         print(f"transcriber: {error}", file=sys.stderr)

@@ -4,14 +4,18 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, UndecodableAudio, pcm16k
 from audio.engines import engine
+from audio.windows import start_byte, windows
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
 from domain.stages import Step
 from transcriber.config import Settings
+
+if TYPE_CHECKING:
+    from actors.work import Heartbeat
 
 Beat = Callable[..., None]
 
@@ -52,21 +56,48 @@ def discard_converted(store: Store, fields: dict) -> None:
     store.delete_blob(fields["converted_blob_id"])
 
 
-def recognize(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
-    """Speech to text with timed segments, fed from the converted audio piece by piece."""
-    recognizer = engine(settings.engine)
-    fed = 0
+def language_for(record: dict, settings: Settings) -> str | None:
+    """The language to recognise a record in: the one it carries (asked for at intake, or used
+    by an earlier window), else the service's default; None lets the engine detect it."""
+    from audio.models import english_only
 
-    def pcm():
-        nonlocal fed
-        for chunk in store.read_blob(record["converted_blob_id"]):
-            fed += len(chunk)
-            yield chunk
+    language = record.get("language") or settings.language
+    if settings.engine == "faster-whisper" and english_only(settings.whisper_model):
+        return "en"
+    return None if language == "auto" else language
 
-    result = recognizer.transcribe(pcm(), beat)
-    if fed == 0:
+
+def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> dict:
+    """Speech to text, window by window from the last checkpoint on.
+
+    Each window's segments are saved under the claim's token as it is done (a checkpoint), so a
+    record taken over after a crash or a resume goes on where it stood and recognises no window
+    twice. The language detected in the first window holds for the rest.
+    """
+    recognizer = engine(settings)
+    language = language_for(record, settings)
+    done = record["recognized_seconds"]
+    beat(done)
+    pcm = store.read_blob(record["converted_blob_id"], start_byte=start_byte(done))
+    for at, window in windows(pcm, done):
+        result = recognizer.recognize(window, language, beat)
+        language = language or result.language
+        end = at + len(window) / BYTES_PER_SECOND
+        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language)
+        done = end
+    if done == 0:
         raise RuntimeError("the converted audio is missing from storage")
-    return {"transcript": result.text, "segments": result.segments, "engine": recognizer.name}
+    segments = store.read_record(record["id"])["segments"] or []
+    return {"transcript": " ".join(s["text"] for s in segments), "engine": recognizer.name}
+
+
+def _shifted(segment: dict, offset: float) -> dict:
+    """A window's segment timed from the recording's start."""
+    def at(seconds: float) -> float:
+        return round(seconds + offset, 3)
+
+    return {**segment, "start": at(segment["start"]), "end": at(segment["end"]),
+            "words": [{**w, "start": at(w["start"]), "end": at(w["end"])} for w in segment.get("words", [])]}
 
 
 @dataclass(frozen=True)
@@ -78,5 +109,5 @@ class StepSpec:
 
 STEPS = {
     Step.CONVERT: StepSpec(convert, frozenset({"converted_blob_id", "duration_seconds"}), discard_converted),
-    Step.RECOGNIZE: StepSpec(recognize, frozenset({"transcript", "segments", "engine"})),
+    Step.RECOGNIZE: StepSpec(recognize, frozenset({"transcript", "engine"})),
 }

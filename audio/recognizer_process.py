@@ -1,49 +1,46 @@
-"""The recognizer's own process: `python -m audio.recognizer_process ENGINE`.
+"""The recognizer's own process: `python -m audio.recognizer_process SPEC`.
 
-Reads recordings from stdin as length-prefixed PCM frames (an empty frame ends a recording),
-writes one JSON line per recording to stdout: the text and segments, or an error. It loads
-the model once and serves recordings until its parent closes the pipe.
+SPEC is the JSON of `audio.engines.spec`. The process loads its engine once and says so with
+one JSON line (`{"ready": true}` or `{"error": …}`). Then for each request line
+`{"pcm": PATH, "language": CODE|null}` it recognises the window of PCM in that file and answers
+one JSON line: `{"segments": […], "language": …}` or `{"error": …}`. It ends when its parent
+closes the pipe (or kills it).
 """
 from __future__ import annotations
 
 import json
 import signal
 import sys
+from pathlib import Path
 
-from audio.engines import make, read_frame
+from audio.engines import build
 
 
-def main(name: str) -> None:
+def _say(answer: dict) -> None:
+    sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
+    sys.stdout.buffer.flush()
+
+
+def main(spec: dict) -> None:
     # Its parent decides when it ends (closing the pipe, or killing it): a Ctrl-C or SIGTERM
-    # meant for the whole process group must not cut a recording short under a live step.
+    # meant for the whole process group must not cut a window short under a live step.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    recognizer = make(name)
-    source, sink = sys.stdin.buffer, sys.stdout.buffer
-    ended = False
-
-    def recording():
-        nonlocal ended
-        while True:
-            frame = read_frame(source)
-            if frame is None:
-                ended = True
-                return
-            if not frame:
-                return
-            yield frame
-
-    while not ended:
+    try:
+        engine = build(spec)
+    except Exception as error:  # a model that will not load: the parent reports it
+        _say({"error": f"{type(error).__name__}: {error}"})
+        return
+    _say({"ready": True})
+    for line in sys.stdin.buffer:
         try:
-            result = recognizer.transcribe(recording(), lambda seconds: None)
-            answer = {"text": result.text, "segments": result.segments}
+            request = json.loads(line)
+            result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"))
+            answer = {"segments": result.segments, "language": result.language}
         except Exception as error:  # reported to the parent, which counts a failed attempt
             answer = {"error": f"{type(error).__name__}: {error}"}
-        if ended:
-            return
-        sink.write(json.dumps(answer).encode() + b"\n")
-        sink.flush()
+        _say(answer)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(json.loads(sys.argv[1]))

@@ -3,8 +3,10 @@
 
     .venv/bin/python bench/speed.py [SECONDS ...]     (default: 10 60 300)
 
-Speed is audio seconds per wall second on this machine (one thread); memory is the process's
-peak resident size after each row, which must stay flat as the audio grows.
+The engine is the configured one (TRANSCRIBER_ENGINE, TRANSCRIBER_WHISPER_MODEL), fed window
+by window as the pipeline feeds it. Speed is audio seconds per wall second on this machine;
+memory is the process's peak resident size (decoder and recognizer in one process), which must
+stay flat as the audio grows.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from audio.decode import BYTES_PER_SECOND, pcm16k  # noqa: E402
-from audio.engines import PocketsphinxEngine  # noqa: E402
+from audio.engines import build, spec  # noqa: E402
+from audio.windows import windows  # noqa: E402
+from transcriber import config  # noqa: E402
 from media import encode, speech_pcm  # noqa: E402
 
 
@@ -32,14 +36,20 @@ def measure(path: str) -> tuple[float, float, float, float]:
     started = time.perf_counter()
     pcm = sum(len(piece) for piece in pcm16k(Path(path)))
     convert = time.perf_counter() - started
+    settings = config.load()
+    recognizer = build(spec(settings))
+    language = None if settings.language == "auto" else settings.language
     started = time.perf_counter()
-    PocketsphinxEngine().transcribe(pcm16k(Path(path)), lambda s: None)
+    for _, window in windows(pcm16k(Path(path))):
+        recognizer.recognize(window, language)
     recognize = time.perf_counter() - started
     return pcm / BYTES_PER_SECOND, convert, recognize, peak_mb()
 
 
 def main(lengths: list[int]) -> None:
     sample_seconds = len(speech_pcm()) / BYTES_PER_SECOND
+    settings = config.load()
+    print(f"engine: {settings.engine} ({settings.whisper_model})")
     print(f"{'audio s':>8} {'convert x':>10} {'recognize x':>12} {'peak RSS MB':>12}")
     with tempfile.TemporaryDirectory() as folder, multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
         for seconds in lengths:

@@ -32,6 +32,8 @@ NOT_STEP_FIELDS = frozenset({
     "id", "owner_id", "title", "summary", "topics", "stage", "stage_entered_at",
     "claim_token", "lease_expires_at", "failures", "retry_after", "halted_at", "halt_reason",
     "halt_error", "original_blob_id", "created_at", "updated_at",
+    # written by checkpoints, the recognize step's own fenced statement
+    "segments", "recognized_seconds",
 })
 
 
@@ -144,6 +146,25 @@ class Store:
                 self._refuse(conn, claim, "renew_lease")
         return row is not None
 
+    def checkpoint(self, claim: Claim, from_seconds: float, to_seconds: float, segments: list[dict],
+                   language: str | None, lease_seconds: float) -> bool:
+        """Save one recognised window's segments and move the checkpoint from `from_seconds` to
+        `to_seconds`, only while the claim is its own (P3); False when refused."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                query("checkpoint"),
+                {"id": claim.record_id, "token": claim.token, "from_seconds": from_seconds,
+                 "to_seconds": to_seconds, "segments": Jsonb(segments), "language": language,
+                 "lease_seconds": lease_seconds},
+            ).fetchone()
+            if row is None:
+                self._refuse(conn, claim, "checkpoint")
+        if row is not None:
+            _record_log(claim.record_id, claim.step.source, "checkpoint").debug(
+                "record {} recognised up to {:.1f}s", claim.record_id, to_seconds
+            )
+        return row is not None
+
     def release(self, claim: Claim) -> bool:
         """Give the claim back unfinished, so the record need not wait out the lease."""
         with self.db.transaction() as conn:
@@ -242,14 +263,19 @@ class Store:
         with self.db.transaction() as conn:
             return self.write_blob(conn, pieces, media_type)
 
-    def read_blob(self, blob_id: int, batch: int = 4) -> Iterator[bytes]:
-        """The blob's bytes, chunk by chunk; a few chunks are fetched per round trip."""
-        seq = 0
+    def read_blob(self, blob_id: int, batch: int = 4, *, start_byte: int = 0) -> Iterator[bytes]:
+        """The blob's bytes from `start_byte` on, chunk by chunk; a few chunks are fetched per
+        round trip. Chunks before the start are not read at all."""
+        seq, skip = divmod(start_byte, CHUNK_BYTES)
         while True:
             with self.db.transaction() as conn:
                 rows = conn.execute(query("read_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
             for row in rows:
-                yield bytes(row["data"])
+                data = bytes(row["data"])
+                if skip:
+                    data, skip = data[skip:], 0
+                if data:
+                    yield data
             if len(rows) < batch:
                 return
             seq = rows[-1]["seq"] + 1
@@ -263,7 +289,7 @@ class Store:
             return len(conn.execute(query("delete_orphan_blobs"), {"older_than_seconds": older_than_seconds}).fetchall())
 
     def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
-               media_type: str = "application/octet-stream") -> int:
+               media_type: str = "application/octet-stream", language: str | None = None) -> int:
         """Store the original audio and create its record at stage created, in one transaction."""
         with self.db.transaction() as conn:
             blob_id, size = self.write_blob(conn, pieces, media_type)
@@ -272,7 +298,7 @@ class Store:
             record_id = conn.execute(
                 query("accept_record"),
                 {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                 "size_bytes": size},
+                 "size_bytes": size, "language": language},
             ).fetchone()["id"]
         _record_log(record_id, "created", "accepted").info("record {} accepted ({} bytes)", record_id, size)
         return record_id

@@ -44,7 +44,10 @@ def card(row: dict, now: datetime | None = None) -> dict:
         "updated_at": _iso(row["updated_at"]),
         "source_name": row["source_name"],
         "duration_seconds": row["duration_seconds"],
-        "progress_seconds": row["progress_seconds"],
+        # while a step runs, how far it got; between runs, how far recognition's checkpoints got
+        "progress_seconds": row["progress_seconds"] if row["progress_seconds"] is not None
+        else (row["recognized_seconds"] or None if row["stage"] == "converted" else None),
         "engine": row["engine"],
+        "language": row["language"],
         "links": links(record_id),
     }

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import add_record, policy
 from db import Database
+from db.queries import migrations
 from domain.stages import Step
 
 
@@ -15,22 +16,22 @@ def test_migrations_apply_twice(db):
     assert db.migrate() == []
     with db.transaction() as conn:
         versions = [r["version"] for r in conn.execute("SELECT version FROM schema_migrations")]
-    assert versions == [1]
+    assert versions == [version for version, _, _ in migrations()]
 
 
 def test_adding_a_column_needs_no_change_to_the_claim(db, store, owner, tmp_path):
     """INV-2: a throwaway migration adds a column to records; the claim is untouched, the step
     reads the new column by an ordinary read, and a save keeps its value."""
-    (tmp_path / "0900_add_language.sql").write_text(
-        "ALTER TABLE records ADD COLUMN language text NOT NULL DEFAULT 'unknown';")
+    (tmp_path / "0900_add_mood.sql").write_text(
+        "ALTER TABLE records ADD COLUMN mood text NOT NULL DEFAULT 'unknown';")
     assert db.migrate(tmp_path) == [900]
     record_id = add_record(store, owner)
     with db.transaction() as conn:
-        conn.execute("UPDATE records SET language = 'en' WHERE id = %s", [record_id])
+        conn.execute("UPDATE records SET mood = 'calm' WHERE id = %s", [record_id])
     claim = store.claim(Step.CONVERT, policy())
-    assert store.read_record(claim.record_id)["language"] == "en"
+    assert store.read_record(claim.record_id)["mood"] == "calm"
     assert store.save_result(claim, {"duration_seconds": 2.0})
-    assert store.read_record(record_id)["language"] == "en"
+    assert store.read_record(record_id)["mood"] == "calm"
 
 
 def test_every_record_has_an_owner(db):

@@ -33,8 +33,9 @@ def test_formats_reach_done_with_timed_text(store, owner, tmp_path, kind):
     starts = [s["start"] for s in segments]
     assert starts == sorted(starts)
     assert all(0 <= s["start"] < s["end"] <= row["duration_seconds"] + 0.1 for s in segments)
-    assert row["engine"] == "pocketsphinx"
-    assert kinds(store, record_id) == ["accepted", "claimed", "advanced", "claimed", "advanced"]
+    assert row["engine"] == "faster-whisper/tiny.en" and row["language"] == "en"
+    assert all(s["words"] for s in segments)
+    assert kinds(store, record_id) == ["accepted", "claimed", "advanced", "claimed", "checkpoint", "advanced"]
 
 
 def test_video_with_audio_track(store, owner, tmp_path):
@@ -119,7 +120,7 @@ def recognize_in_background(store, the_settings, record_id, *, wait_for_progress
     result = {}
     worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, the_settings, Step.RECOGNIZE)))
     worker.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300
     while wait_for_progress and not (store.read_record(record_id)["progress_seconds"] or 0) > 0:
         assert time.monotonic() < deadline
         time.sleep(0.1)

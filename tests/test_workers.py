@@ -108,11 +108,11 @@ def test_killed_worker_loses_nothing(store, owner, redis_env, processes, tmp_pat
     processes.scheduler(env)
     doomed = processes.worker(env)
     wait_for(lambda: store.read_record(record_id)["stage"] == "converted"
-             and (store.read_record(record_id)["progress_seconds"] or 0) > 0, 120)
+             and (store.read_record(record_id)["progress_seconds"] or 0) > 0, 300)
     processes.kill(doomed)
     killed_at = time.monotonic()
     processes.worker(env)
-    wait_for(lambda: store.read_record(record_id)["stage"] == "done", 180)
+    wait_for(lambda: store.read_record(record_id)["stage"] == "done", 600)
     events = store.events(record_id)
     recognition_claims = [e for e in events if e["kind"] == "claimed" and e["stage"] == "converted"]
     assert len(recognition_claims) == 2
@@ -129,7 +129,7 @@ def test_sigterm_gives_claims_back_and_stops_cleanly(store, owner, redis_env, pr
     scheduler = processes.scheduler(env)
     log = (tmp_path / "worker.log").open("w")
     worker = processes.worker(env, log=log)
-    wait_for(lambda: (store.read_record(record_id)["progress_seconds"] or 0) > 0, 120)
+    wait_for(lambda: (store.read_record(record_id)["progress_seconds"] or 0) > 0, 300)
     worker.send_signal(signal.SIGTERM)  # to the main process, which passes it on to its workers
     assert worker.wait(timeout=60) == 0, (tmp_path / "worker.log").read_text()
     row = store.read_record(record_id)
@@ -168,5 +168,5 @@ def test_worker_and_scheduler_on_rabbitmq(store, owner, env, processes, tmp_path
     ids = [store.accept(owner["id"], [audio]) for _ in range(3)]
     processes.worker(rabbit_env)
     processes.scheduler(rabbit_env)
-    wait_for(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 180)
+    wait_for(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 600)
     assert all(kinds(store, i).count("advanced") == 2 for i in ids)

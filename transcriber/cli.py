@@ -61,7 +61,8 @@ def cmd_owner_add(args, settings) -> int:
 def cmd_submit(args, settings) -> int:
     from transcriber.intake import submit_file
     store = open_store(settings)
-    record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title)
+    record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title,
+                            language=args.language)
     print(record_id)
     return 0
 
@@ -130,7 +131,8 @@ def cmd_text(args, settings) -> int:
 def cmd_transcribe(args, settings) -> int:
     from transcriber.transcribe import transcribe
 
-    return transcribe([Path(f) for f in args.files], settings, owner=args.owner, fmt=args.format)
+    return transcribe([Path(f) for f in args.files], settings, owner=args.owner, fmt=args.format,
+                      language=args.language)
 
 
 def cmd_scheduler(args, settings) -> int:
@@ -165,12 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--owner", required=True)
     p.add_argument("--title", default="")
+    p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
     p.set_defaults(run=cmd_submit)
 
     p = sub.add_parser("transcribe", help="transcribe files now, in this process (embedded database unless configured)")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--owner", default="local", help="owner of the records (created if missing)")
     p.add_argument("--format", choices=FORMATS, default="txt")
+    p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
     p.set_defaults(run=cmd_transcribe)
 
     p = sub.add_parser("text", help="print a done record's text")

@@ -50,12 +50,15 @@ class Settings:
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_model: str = "whisper-1"
+    # how long a recognizer process may take over one window before it is killed; None: a bound
+    # that grows with the window's length
+    recognizer_timeout_seconds: float | None = None
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]
 
 
-def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float,
+def _number(env: Mapping[str, str], name: str, default: float | None, *, minimum: float, maximum: float,
             integer: bool = False) -> float:
     """A finite number within [minimum, maximum]: `inf`, `nan` and absurd values stop the start
     here instead of overflowing a timer or an interval later."""
@@ -104,7 +107,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
             raise ConfigError("TRANSCRIBER_BROKER_URL",
                               f"must be a redis://HOST… or amqp://HOST… URL, got scheme {parts.scheme!r}")
 
-    engine = env.get("TRANSCRIBER_ENGINE", "").strip() or "pocketsphinx"
+    engine = env.get("TRANSCRIBER_ENGINE", "").strip() or "faster-whisper"
     if engine not in ENGINES:
         raise ConfigError("TRANSCRIBER_ENGINE", f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
     device = env.get("TRANSCRIBER_DEVICE", "").strip().lower() or "cpu"
@@ -135,6 +138,14 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
             max_lost_leases=max_lost,
         )
 
+    whisper_model = env.get("TRANSCRIBER_WHISPER_MODEL", "").strip() or "tiny.en"
+    language = _language(env)
+    if engine == "faster-whisper" and language not in ("auto", "en"):
+        from audio.models import english_only
+
+        if english_only(whisper_model):
+            raise ConfigError("TRANSCRIBER_LANGUAGE", f"{language!r} needs a multilingual model; "
+                              f"{whisper_model} knows English only (TRANSCRIBER_WHISPER_MODEL=base)")
     home = Path(env.get("TRANSCRIBER_HOME", "").strip() or "~/.local/share/transcriber").expanduser()
     log_json = env.get("TRANSCRIBER_LOG_JSON", "").strip() or None
     return Settings(
@@ -147,12 +158,14 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         max_upload_bytes=int(_number(env, "TRANSCRIBER_MAX_UPLOAD_MB", 512, minimum=1, maximum=1024 * 1024)
                              * 1024 * 1024),
         log_json=Path(log_json).expanduser() if log_json else None,
-        whisper_model=env.get("TRANSCRIBER_WHISPER_MODEL", "").strip() or "tiny.en",
-        language=_language(env),
+        whisper_model=whisper_model,
+        language=language,
         device=device,
         max_audio_seconds=_number(env, "TRANSCRIBER_MAX_AUDIO_SECONDS", 4 * 3600.0, minimum=1, maximum=7 * DAY),
         sync_wait_seconds=_number(env, "TRANSCRIBER_SYNC_WAIT_SECONDS", 600.0, minimum=0, maximum=DAY),
         openai_base_url=openai_base_url,
         openai_api_key=env.get("TRANSCRIBER_OPENAI_API_KEY", "").strip() or None,
         openai_model=env.get("TRANSCRIBER_OPENAI_MODEL", "").strip() or "whisper-1",
+        recognizer_timeout_seconds=_number(env, "TRANSCRIBER_RECOGNIZER_TIMEOUT_SECONDS", None, minimum=1,
+                                           maximum=DAY),
     )

@@ -38,6 +38,28 @@ class UnknownOwner(IntakeError):
     code = "unknown_owner"
 
 
+class BadLanguage(IntakeError):
+    code = "bad_language"
+
+
+def checked_language(settings: Settings, language: str | None) -> str | None:
+    """The language asked for with an upload, checked against what the engine can do; None when
+    none was asked for (the service's default applies)."""
+    from audio.models import english_only
+    from transcriber.config import check_language
+
+    if language is None or not language.strip():
+        return None
+    try:
+        code = check_language(language)
+    except ValueError as error:
+        raise BadLanguage(str(error)) from None
+    if code not in ("auto", "en") and settings.engine == "faster-whisper" and english_only(settings.whisper_model):
+        raise BadLanguage(f"the model {settings.whisper_model} knows English only; "
+                          "set TRANSCRIBER_WHISPER_MODEL=base for other languages")
+    return code
+
+
 def size_limit_message(settings: Settings) -> str:
     limit = settings.max_upload_bytes // (1024 * 1024)
     return f"the file is larger than the limit of {limit} MB (TRANSCRIBER_MAX_UPLOAD_MB)"
@@ -50,9 +72,10 @@ def _read(path: Path) -> Iterator[bytes]:
 
 
 def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                source_name: str | None = None) -> int:
+                source_name: str | None = None, language: str | None = None) -> int:
     """Check the file at `path` holds decodable audio and accept it; return the record id."""
     name = source_name or path.name
+    language = checked_language(settings, language)
     size = path.stat().st_size
     if size == 0:
         raise EmptyFile(f"the file is empty: {name}")
@@ -62,14 +85,15 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         probe(path)
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
-    return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name)
+    return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name, language=language)
 
 
-def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "") -> int:
+def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",
+                language: str | None = None) -> int:
     """Accept the file at `path` for the owner called `owner`; return the new record's id."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
     found = store.owner_by_name(owner)
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return accept_file(store, settings, path, owner_id=found["id"], title=title)
+    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language)

@@ -12,7 +12,9 @@ class LocalPipeline:
     def __init__(self, store: Store, settings: Settings, *, threads: int = 2):
         import actors
         from actors.scheduler import start_background
+        from transcriber.runtime import check_engine
 
+        check_engine(settings)
         actors.use(store, settings)
         self.worker = dramatiq.Worker(actors.broker, worker_threads=threads, worker_timeout=100)
         self.worker.start()

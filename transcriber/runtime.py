@@ -26,5 +26,18 @@ def open_database(settings: Settings, *, max_size: int = 10, migrate: bool = Tru
     return db
 
 
+def check_engine(settings: Settings) -> None:
+    """Fail at start, naming the variable, when the configured model is missing or corrupt."""
+    from audio.engines import spec
+    from audio.models import ModelError
+    from transcriber.config import ConfigError
+
+    if settings.engine == "faster-whisper":
+        try:
+            spec(settings)
+        except ModelError as error:
+            raise ConfigError("TRANSCRIBER_WHISPER_MODEL", f"{settings.whisper_model}: {error}") from None
+
+
 def open_store(settings: Settings, *, max_size: int = 10) -> Store:
     return Store(open_database(settings, max_size=max_size))

@@ -41,20 +41,22 @@ def _describe(c: dict) -> str:
         if c["working"]:
             done = c["progress_seconds"] or 0.0
             return f"recognizing {done:.0f}/{duration:.0f} s of audio"
+        if c["progress_seconds"]:
+            return f"recognised {c['progress_seconds']:.0f}/{duration:.0f} s, waiting to go on"
         if c["retry_after"]:
             return f"retrying recognition in {c['retry_in_seconds']:.0f} s (attempt {c['attempts']} failed)"
         return f"converted ({duration:.1f} s of audio), waiting to recognise"
     return f"done ({duration:.1f} s of audio)"
 
 
-def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str) -> int:
+def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None) -> int:
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
     records: dict[int, Path] = {}
     refused = 0
     for path in paths:
         try:
-            records[submit_file(store, settings, path, owner=owner)] = path
+            records[submit_file(store, settings, path, owner=owner, language=language)] = path
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1

@@ -109,7 +109,8 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                             status_code=200 if reachable else 503)
 
     @app.post("/records", status_code=201, tags=["records"])
-    def upload(who: Owner, file: UploadFile = File(...), title: str = Form(default="", max_length=500)):
+    def upload(who: Owner, file: UploadFile = File(...), title: str = Form(default="", max_length=500),
+               language: str | None = Form(default=None, max_length=10)):
         """Accept a recording: stored whole with its record, or refused with nothing stored."""
         name = Path(file.filename or "upload").name[:200]
         with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
@@ -117,7 +118,8 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
             with path.open("wb") as out:
                 shutil.copyfileobj(file.file, out, COPY_BYTES)
             try:
-                new_id = accept_file(store, settings, path, owner_id=who["id"], title=title, source_name=name)
+                new_id = accept_file(store, settings, path, owner_id=who["id"], title=title, source_name=name,
+                                     language=language)
             except IntakeError as error:
                 raise ApiError(error.status, error.code, str(error)) from None
         addresses = links(new_id)

