@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Accuracy and speed of each engine and model on real speech with reference transcripts.
+
+    .venv/bin/python bench/accuracy.py [--runs N] [--json PATH] [--only LABEL ...]
+
+For each recognizer: word error rate on normalised text (bench/wer.py) with its
+substitutions, deletions and insertions; real-time factor as wall seconds and as process CPU
+seconds per audio second (medians over --runs passes, default 3); model load time; and the
+peak resident memory of the child process the recognizer runs in (one fresh process per
+recognizer, so the numbers do not mix). The data (bench/data.py) is fetched on first use.
+Prints a table and writes JSON (default bench/results/accuracy.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import platform
+import resource
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+from bench import data  # noqa: E402
+from bench.wer import NONE, Errors, normalise, score  # noqa: E402
+
+WINDOW_SECONDS = 30  # the longest piece of audio a Whisper model takes at once
+
+
+@dataclass(frozen=True)
+class Recognizer:
+    engine: str             # "pocketsphinx" or "faster-whisper"
+    model: str | None       # the faster-whisper model name, resolved by audio.models
+    language: str | None    # what the recognizer is told; None lets it detect the language
+    dataset: str            # which set of bench/data.py it is scored on
+
+    @property
+    def label(self) -> str:
+        name = self.engine if self.model is None else f"{self.engine} {self.model}"
+        return f"{name} [{self.language or 'auto'}] on {self.dataset}"
+
+
+RECOGNIZERS = [
+    Recognizer("pocketsphinx", None, "en", "en"),
+    Recognizer("faster-whisper", "tiny.en", "en", "en"),
+    Recognizer("faster-whisper", "base", "en", "en"),
+    Recognizer("faster-whisper", "base", None, "en"),
+    Recognizer("faster-whisper", "base", "ru", "ru"),
+    Recognizer("faster-whisper", "base", None, "ru"),
+]
+
+
+# --- the one place that calls a recognizer ----------------------------------------------------
+
+@dataclass
+class Heard:
+    text: str
+    language: str | None    # the language used or detected
+    wall: float             # seconds spent recognising (model loading excluded)
+    cpu: float              # process CPU seconds in that time, every thread counted
+
+
+# (pcm: 16 kHz mono s16 bytes of one recording, language or None) -> Heard
+Recognize = Callable[[bytes, "str | None"], Heard]
+
+
+def _windows(pcm: bytes) -> list[bytes]:
+    from audio.decode import BYTES_PER_SECOND
+
+    step = WINDOW_SECONDS * BYTES_PER_SECOND
+    return [pcm[at:at + step] for at in range(0, len(pcm), step)] or [b""]
+
+
+class _Clock:
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def open_recognizer(recognizer: Recognizer) -> Recognize:
+    """Load the recognizer; the function that recognises one recording with it.
+
+    faster-whisper is loaded once and called directly with the service's settings (int8 on two
+    CPU threads, beam 5, temperature 0, no VAD filter, no conditioning on earlier text), one
+    window of at most 30 s at a time. pocketsphinx runs the service's own engine, a fresh one
+    per recording so that no recording's adaptation carries into the next; its model load
+    (about a second) happens before the clock starts.
+    """
+    if recognizer.engine == "pocketsphinx":
+        from audio.engines import PocketsphinxEngine
+
+        def recognize(pcm: bytes, language: str | None) -> Heard:
+            engine = PocketsphinxEngine()
+            engine.transcribe(iter(()), lambda s: None)  # no audio: only loads the model
+            with _Clock() as clock:
+                text = engine.transcribe(iter([pcm]), lambda s: None).text
+            return Heard(text, "en", clock.wall, clock.cpu)
+
+        return recognize
+
+    import numpy as np
+    from faster_whisper import WhisperModel
+
+    from audio.models import resolve
+
+    model = WhisperModel(resolve(recognizer.model, data.CACHE / "models"), device="cpu",
+                         compute_type="int8", cpu_threads=2)
+
+    def recognize(pcm: bytes, language: str | None) -> Heard:
+        texts, detected = [], None
+        with _Clock() as clock:
+            for window in _windows(pcm):
+                audio = np.frombuffer(window, dtype=np.int16).astype(np.float32) / 32768.0
+                segments, info = model.transcribe(audio, language=language, beam_size=5, temperature=0.0,
+                                                  vad_filter=False, condition_on_previous_text=False)
+                texts.extend(segment.text.strip() for segment in segments)
+                detected = detected or info.language
+        return Heard(" ".join(texts), detected, clock.wall, clock.cpu)
+
+    return recognize
+
+
+# --- measuring, in a child process per recognizer ---------------------------------------------
+
+def measure(recognizer: Recognizer, utterances: list[dict], runs: int) -> dict:
+    """Run in a fresh process: every recording `runs` times; texts, timings, peak memory."""
+    from audio.decode import BYTES_PER_SECOND, pcm16k
+
+    audio = [b"".join(pcm16k(Path(u["path"]))) for u in utterances]
+    with _Clock() as load:
+        recognize = open_recognizer(recognizer)
+    texts: list[str] = []
+    detected: list[str | None] = []
+    passes = []
+    stable = True
+    for run in range(runs):
+        total_wall = total_cpu = 0.0
+        for number, pcm in enumerate(audio):
+            heard = recognize(pcm, recognizer.language)
+            total_wall += heard.wall
+            total_cpu += heard.cpu
+            if run == 0:
+                texts.append(heard.text)
+                detected.append(heard.language)
+            elif heard.text != texts[number]:
+                stable = False
+        passes.append((total_wall, total_cpu))
+    return {
+        "audio_seconds": sum(len(pcm) for pcm in audio) / BYTES_PER_SECOND,
+        "texts": texts, "detected": detected, "same_text_every_run": stable,
+        "wall_seconds": [w for w, _ in passes], "cpu_seconds": [c for _, c in passes],
+        "load_wall_seconds": load.wall, "load_cpu_seconds": load.cpu,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def pocketsphinx_load_seconds() -> float:
+    """How long one pocketsphinx model load takes (paid once per recording above)."""
+    from pocketsphinx import Decoder
+
+    started = time.perf_counter()
+    Decoder(loglevel="FATAL")
+    return time.perf_counter() - started
+
+
+def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int) -> dict:
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1, maxtasksperchild=1) as pool:
+        measured = pool.apply(measure, (recognizer, [asdict(u) for u in utterances], runs))
+    per_utterance, total, by_kind, by_speaker = [], NONE, {}, {}
+    for utterance, text, language in zip(utterances, measured["texts"], measured["detected"]):
+        errors = score(utterance.reference, text)
+        total = total + errors
+        by_kind[utterance.kind] = by_kind.get(utterance.kind, NONE) + errors
+        by_speaker[utterance.speaker] = by_speaker.get(utterance.speaker, NONE) + errors
+        per_utterance.append({"id": utterance.id, "kind": utterance.kind, "speaker": utterance.speaker,
+                              "reference": " ".join(normalise(utterance.reference)),
+                              "hypothesis": " ".join(normalise(text)), "raw_hypothesis": text,
+                              "detected_language": language, **_errors(errors)})
+    seconds = measured["audio_seconds"]
+    wall, cpu = statistics.median(measured["wall_seconds"]), statistics.median(measured["cpu_seconds"])
+    result = {
+        "label": recognizer.label, **asdict(recognizer), "recordings": len(utterances),
+        "audio_seconds": round(seconds, 2), **_errors(total),
+        "wer_by_kind": {kind: _errors(errors) for kind, errors in sorted(by_kind.items())},
+        "wer_by_speaker": {who: _errors(errors) for who, errors in sorted(by_speaker.items())},
+        "rtf_wall": wall / seconds, "rtf_cpu": cpu / seconds, "runs": len(measured["wall_seconds"]),
+        "wall_seconds_per_run": measured["wall_seconds"], "cpu_seconds_per_run": measured["cpu_seconds"],
+        "load_wall_seconds": measured["load_wall_seconds"], "peak_rss_mb": round(measured["peak_rss_mb"], 1),
+        "same_text_every_run": measured["same_text_every_run"],
+        "detected_languages": {lang: measured["detected"].count(lang) for lang in set(measured["detected"])},
+        "recordings_detail": per_utterance,
+    }
+    if recognizer.engine == "pocketsphinx":
+        with context.Pool(1, maxtasksperchild=1) as pool:
+            # a fresh engine per recording loads the model each time, outside the timed part
+            result["load_wall_seconds"] = pool.apply(pocketsphinx_load_seconds)
+    return result
+
+
+def _errors(errors: Errors) -> dict:
+    return {"wer": round(errors.wer, 4), "reference_words": errors.reference_words,
+            "substitutions": errors.substitutions, "deletions": errors.deletions,
+            "insertions": errors.insertions}
+
+
+HEADER = (f"{'recognizer':<40} {'audio s':>7} {'WER %':>6} {'S':>4} {'D':>4} {'I':>4} {'N':>5} "
+          f"{'RTF wall':>8} {'RTF CPU':>7} {'load s':>6} {'peak RSS MB':>11}")
+
+
+def row(result: dict) -> str:
+    return (f"{result['label']:<40} {result['audio_seconds']:7.0f} {100 * result['wer']:6.1f} "
+            f"{result['substitutions']:4} {result['deletions']:4} {result['insertions']:4} "
+            f"{result['reference_words']:5} {result['rtf_wall']:8.3f} {result['rtf_cpu']:7.3f} "
+            f"{result['load_wall_seconds']:6.1f} {result['peak_rss_mb']:11.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="timing passes per recognizer (median)")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "accuracy.json")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="run only recognizers whose label contains one of these strings")
+    args = parser.parse_args()
+    sets = data.prepare()
+    chosen = [r for r in RECOGNIZERS if not args.only or any(s in r.label for s in args.only)]
+    results = []
+    print(HEADER, flush=True)
+    for recognizer in chosen:
+        result = evaluate(recognizer, sets[recognizer.dataset], args.runs)
+        results.append(result)
+        print(row(result), flush=True)
+    for title, key in (("kind of speech", "wer_by_kind"), ("speaker or voice", "wer_by_speaker")):
+        print(f"\nWER % by {title} (reference words):")
+        for result in results:
+            parts = ", ".join(f"{name} {100 * e['wer']:.1f} ({e['reference_words']})" for name, e in result[key].items())
+            print(f"  {result['label']:<40} {parts}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({
+        "machine": {"cpus": multiprocessing.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version()},
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": args.runs,
+        "sources": [asdict(s) for s in data.SOURCES],
+        "results": results,
+    }, indent=1, ensure_ascii=False))
+    print(f"\nwritten {args.json}")
+
+
+if __name__ == "__main__":
+    main()

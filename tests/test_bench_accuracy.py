@@ -1,0 +1,35 @@
+"""The scoring of the accuracy benchmark (bench/wer.py): a wrong word count would make every
+WER it reports wrong. No audio and no download here."""
+from bench.wer import align, normalise, number_words, score
+
+
+def test_one_extra_word_is_one_insertion_in_three():
+    errors = score("the cat sat", "the cat sat down")
+    assert (errors.substitutions, errors.deletions, errors.insertions) == (0, 0, 1)
+    assert errors.wer == 1 / 3
+
+
+def test_substitutions_deletions_and_insertions_are_told_apart():
+    errors = align("one two three four five six seven".split(), "one too three five six seven eight".split())
+    assert (errors.substitutions, errors.deletions, errors.insertions) == (1, 1, 1)
+    assert errors.reference_words == 7 and errors.wer == 3 / 7
+
+
+def test_an_empty_hypothesis_deletes_every_word():
+    errors = score("go forward ten meters", "")
+    assert (errors.deletions, errors.wer) == (4, 1.0)
+
+
+def test_spelling_that_carries_no_meaning_is_not_an_error():
+    assert score("and mister john dashwood had ten", "And Mr. John Dashwood had 10.").wer == 0
+    assert score("m f a is like putty", "MFA is like putty!").wer == 0
+    assert score("montreal uh forced um aligner", "Montréal forced aligner").wer == 0
+
+
+def test_normaliser():
+    assert normalise("Hello, World -- it's  “quoted”; <unk> [laughter] OK") == [
+        "hello", "world", "it's", "quoted", "okay"]
+    assert normalise("Всё по-своему, Ёлка!") == ["все", "по", "своему", "елка"]
+    assert normalise("I have 1,204 cats", numbers=False) == ["i", "have", "1", "204", "cats"]
+    assert number_words(1204) == "one thousand two hundred four"
+    assert number_words(90) == "ninety" and number_words(15) == "fifteen"
