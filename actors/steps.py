@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable
 
 from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, UndecodableAudio, pcm16k
 from audio.engines import engine
-from audio.windows import start_byte, windows
+from audio.windows import end_of, start_byte, windows
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
 from domain.stages import Step
@@ -82,7 +82,7 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     for at, window in windows(pcm, done):
         result = recognizer.recognize(window, language, beat)
         language = language or result.language
-        end = at + len(window) / BYTES_PER_SECOND
+        end = end_of(at, window)
         beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language)
         done = end
     if done == 0:

@@ -48,6 +48,12 @@ def windows(pcm: Iterable[bytes], start_seconds: float = 0.0) -> Iterator[tuple[
         yield at / SAMPLE_RATE, bytes(buffer[: len(buffer) // 2 * 2])
 
 
+def end_of(at: float, window: bytes) -> float:
+    """Where a window that starts at `at` ends, in seconds: counted in whole samples, so it is
+    exactly the start of the next window (a checkpoint must meet the next window's start)."""
+    return (round(at * SAMPLE_RATE) + len(window) // 2) / SAMPLE_RATE
+
+
 def start_byte(seconds: float) -> int:
     """The byte offset in converted PCM of a checkpoint at `seconds`."""
     return round(seconds * SAMPLE_RATE) * 2

@@ -18,7 +18,7 @@ import pytest
 from actors.work import Outcome, run_once
 from audio.decode import BYTES_PER_SECOND, pcm16k
 from audio.engines import RecognizerError, engine
-from audio.windows import WINDOW_SECONDS, start_byte, windows
+from audio.windows import WINDOW_SECONDS, end_of, start_byte, windows
 from conftest import ROOT, kinds, settings, work_until_idle
 from domain.stages import Step
 from media import encode, speech_pcm
@@ -64,6 +64,8 @@ def test_windows_are_bounded_cut_where_quiet_and_the_same_from_a_checkpoint():
         tail = np.frombuffer(window[-1600:], dtype=np.int16).astype(float)  # the last 50 ms
         loud = np.abs(np.frombuffer(pcm, dtype=np.int16)).astype(float).mean()
         assert np.abs(tail).mean() < loud / 3, "the cut is not in a quiet moment"
+    for (at, window), (following, _) in zip(whole, whole[1:]):
+        assert end_of(at, window) == following  # exactly: a checkpoint meets the next window's start
     for at, _ in whole[1:]:
         rest = list(windows([pcm[start_byte(at):]], at))
         assert rest == [w for w in whole if w[0] >= at]
