@@ -163,5 +163,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
 
     from web import owner_api  # the owner's audio and deletion, in a module of their own
     app.include_router(owner_api.router(store, owner, record_id))
+    from web import admin, operators  # the operator's panel API, behind operator tokens
+    app.include_router(admin.router(store, operators.bearer_operator(store), record_id))
     return app
 
