@@ -88,6 +88,9 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         found = store.owner_by_token(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
         if found is None:
             raise ApiError(401, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
+        if found["disabled"]:
+            raise ApiError(403, "owner_disabled", f"the owner {found['name']!r} is disabled; "
+                           "the service's operator can enable it (transcriber owner enable NAME)")
         return found
 
     Owner = Annotated[dict, Depends(owner)]
