@@ -6,9 +6,6 @@ close (every connection dropped, the port closed). The shared server is never to
 """
 from __future__ import annotations
 
-import select
-import socket
-import threading
 import time
 
 import pytest
@@ -16,81 +13,11 @@ from fastapi.testclient import TestClient
 
 from conftest import conninfo, settings
 from db import Database, Store
+from relay import Relay
 from web.app import create_app
 from web.health import TIMEOUT_SECONDS
 
 BOUND_SECONDS = 2 * TIMEOUT_SECONDS + 1  # "about 2 s", with room for a loaded machine
-
-
-class Relay:
-    """A TCP relay to `upstream` that can pass, hang or close."""
-
-    def __init__(self, upstream: tuple[str, int]):
-        self.upstream = upstream
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.passing = threading.Event()
-        self.passing.set()
-        self.closed = False
-        self.sockets: list[socket.socket] = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.sockets.append(client)
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _serve(self, client: socket.socket):
-        self.passing.wait()  # while hung, a new connection is accepted and never answered
-        if self.closed:
-            return
-        server = socket.create_connection(self.upstream)
-        with self.lock:
-            self.sockets.append(server)
-        peers = {client: server, server: client}
-        try:
-            while not self.closed:
-                ready, _, _ = select.select(list(peers), [], [], 0.1)
-                if not self.passing.is_set():
-                    continue  # hung: bytes stay unread, nobody gets an answer
-                for sock in ready:
-                    data = sock.recv(65536)
-                    if not data:
-                        return
-                    peers[sock].sendall(data)
-        except OSError:
-            return
-        finally:
-            client.close()
-            server.close()
-
-    def hang(self):
-        self.passing.clear()
-
-    def resume(self):
-        self.passing.set()
-
-    def close(self):
-        self.closed = True
-        self.passing.set()
-        self.listener.close()
-        self.drop_connections(close=True)
-
-    def drop_connections(self, *, close: bool = False):
-        with self.lock:
-            for sock in self.sockets:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                if close:
-                    sock.close()
 
 
 @pytest.fixture
