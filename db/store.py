@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from db.database import Database
 from db.queries import query, template
+from db.web import WebStore
 from domain.claims import NO_WORK, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
@@ -49,7 +50,7 @@ def _record_log(record_id: int, stage: str, event: str):
     return logger.bind(record_id=record_id, stage=stage, event=event)
 
 
-class Store:
+class Store(WebStore):
     def __init__(self, db: Database):
         self.db = db
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,16 +17,9 @@ import pytest
 from conftest import ROOT
 from relay import Relay
 from test_http import free_port
+from test_workers import _listening as listening
 
 REDIS_DB = 11
-
-
-def listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 BROKERS = {

@@ -164,6 +164,34 @@ def resume_command(record_id: int, settings) -> int:
     return 0
 
 
+def cmd_operator_add(args, settings) -> int:
+    from db.web import DuplicateOperator
+
+    if not args.name.strip():
+        raise UserError("an operator's name may not be empty")
+    try:
+        token = open_store(settings).add_operator(args.name)
+    except DuplicateOperator as error:
+        raise UserError(str(error)) from None
+    print(f"operator {args.name} created; /admin token (shown once, keep it):")
+    print(token)
+    return 0
+
+
+def cmd_delete(args, settings) -> int:
+    """Erase a record for good (any owner's), as `DELETE /records/{id}` does for its owner."""
+    import getpass
+
+    try:
+        by = getpass.getuser()
+    except (KeyError, OSError):
+        by = "operator"
+    if open_store(settings).delete_record(args.id, None, by=by, role="operator") is None:
+        raise UserError(f"no record with id {args.id}")
+    print(f"record {args.id} deleted for good")
+    return 0
+
+
 def cmd_text(args, settings) -> int:
     store = open_store(settings)
     row = store.transcript(args.id)
@@ -265,6 +293,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resume", help="return a halted record to work from its stage")
     p.add_argument("id", type=_record_id)
     p.set_defaults(run=cmd_resume)
+
+    operator = sub.add_parser("operator", help="manage the service owner's /admin accounts").add_subparsers(
+        dest="operator_command", required=True)
+    p = operator.add_parser("add", help="create an operator account for /admin and print its token once")
+    p.add_argument("name")
+    p.set_defaults(run=cmd_operator_add)
+
+    p = sub.add_parser("delete", help="erase a record, its audio and its text for good")
+    p.add_argument("id", type=_record_id)
+    p.set_defaults(run=cmd_delete)
     return parser
 
 
