@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Form, Request
@@ -120,7 +119,7 @@ def sign_in_page(request: Request, *, panel: bool, problem: str | None = None, s
     return render(request, view="admin-sign-in" if panel else "sign-in", body=body, status=status)
 
 
-def mount(app: FastAPI, store, settings, operator_by_token: Callable[[str], dict | None] | None = None) -> None:
+def mount(app: FastAPI, store, settings) -> None:
     """Add the pages, their static files and the session middleware to the API's app."""
     sessions = Sessions()
     app.state.sessions = sessions
@@ -133,8 +132,9 @@ def mount(app: FastAPI, store, settings, operator_by_token: Callable[[str], dict
         return sessions.get(cookies_of(request.headers).get(cookie), kind)
 
     def check_operator(token: str) -> dict | None:
-        lookup = operator_by_token or getattr(store, "operator_by_token", None)
-        return lookup(token) if lookup is not None else None
+        from web.operators import authenticate  # it imports the app's module, which imports this one
+
+        return authenticate(store, token)
 
     def sign_in(request: Request, token: str, *, panel: bool) -> Response:
         if not same_origin(request.headers.get("origin"), request.headers.get("host")):
@@ -144,6 +144,9 @@ def mount(app: FastAPI, store, settings, operator_by_token: Callable[[str], dict
         if found is None:
             logger.info("{} sign-in refused: bad token", "panel" if panel else "page")
             return sign_in_page(request, panel=panel, problem="bad_token", status=401)
+        if found.get("disabled"):
+            logger.info("page sign-in refused: owner {} is disabled", found["name"])
+            return sign_in_page(request, panel=panel, problem="owner_disabled", status=403)
         kind, cookie, path = ("operator", OPERATOR_COOKIE, "/admin") if panel else ("owner", OWNER_COOKIE, "/")
         session_id, _ = sessions.open(kind, token, found["name"])
         logger.info("{} {} signed in", kind, found["name"])
