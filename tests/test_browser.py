@@ -98,8 +98,9 @@ STAGES_SEEN = """() => {
 def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shots):
     """issue 9 §1 and tests: sign in (a wrong token refused), upload a real recording (picker) and
     a refused file (drag and drop, the API's reason beside its name), watch it reach done live
-    without a reload, read the transcript, download srt, edit title and topics; another owner
-    sees none of it; the Russian page and the switch; no request leaves 127.0.0.1."""
+    without a reload, play from a segment, download srt, edit title and topics; another owner
+    sees none of it; the Russian page and the switch; delete with confirmation; no request
+    leaves 127.0.0.1."""
     api = make_api()
     api.start_workers()
     dana, erin = api.token("dana"), api.token("erin")
@@ -131,7 +132,16 @@ def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shot
 
     page.click(f"#record-{record_id} a.title")
     page.wait_for_url(f"**/view/{record_id}")
-    page.wait_for_selector(".segment", timeout=WAIT_MS)
+    segment = page.wait_for_selector(".segment", timeout=WAIT_MS)
+    start = float(segment.get_attribute("data-start"))
+    page.wait_for_function("() => document.getElementById('player').readyState >= 1")
+    page.evaluate("() => { const p = document.getElementById('player'); p.currentTime = p.duration - 0.05; }")
+    segment.query_selector("button.time").click()
+    page.wait_for_function(f"() => {{ const p = document.getElementById('player');"
+                           f" return !p.paused && p.currentTime >= {start} && p.currentTime < {start} + 1.5; }}")
+    page.evaluate("() => document.getElementById('player').pause()")
+    shots(page, "record")
+
     with page.expect_download() as download:
         page.click("#download-srt")
     srt = Path(download.value.path()).read_text(encoding="utf-8")
@@ -157,5 +167,22 @@ def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shot
     assert "Название" in russian.inner_text("#records") and "готово" in russian.inner_text(f"#record-{record_id}")
     russian.click("button[data-lang=en]")
     russian.wait_for_selector("html[lang=en]")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete")
+    page.wait_for_url(watched.base + "/")
+    page.wait_for_selector("#no-records")
+    assert api.http.get(f"/records/{record_id}", headers=api.auth(dana)).status_code == 404
+
     watched.assert_all_local()
 
+
+def test_docs_render_offline(make_api, browser, shots):
+    """issue 9 §5: /docs renders Swagger UI in the browser with no request beyond 127.0.0.1."""
+    api = make_api()
+    watched = Watched(browser, base_of(api))
+    page = watched.context().new_page()
+    page.goto(watched.base + "/docs")
+    page.wait_for_selector(".swagger-ui .opblock", timeout=60_000)
+    shots(page, "docs")
+    watched.assert_all_local()

@@ -107,3 +107,17 @@ def test_pages_ask_nothing_of_other_hosts():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"(src|href)=[\"']?(https?:)?//", text), path
         assert not re.search(r"url\((['\"]?)(https?:)?//", text) and "@import" not in text, path
+
+
+def test_disabled_owner_cannot_sign_in_and_its_session_stops(make_api):
+    """issue 9 §1 sign-in with owner tokens as the API checks them (issue 9 with owner disable):
+    a disabled owner's token opens no session, and a session already open stops at once."""
+    api = make_api()
+    token = api.token("dana")
+    api.http.cookies.set("transcriber_session", sign_in(api, token).cookies["transcriber_session"])
+    assert api.http.get("/records").status_code == 200
+    api.store.set_owner_disabled("dana", True)
+    assert api.http.get("/records").status_code == 403
+    api.http.cookies.clear()
+    refused = sign_in(api, token)
+    assert refused.status_code == 403 and "set-cookie" not in refused.headers
