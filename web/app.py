@@ -24,6 +24,7 @@ from domain.card import card, links
 from transcriber.config import Settings
 from transcriber.intake import IntakeError, TooLarge, accept_file, size_limit_message
 from web.health import DatabaseProbe
+from web import pages
 
 COPY_BYTES = 1 << 20
 
@@ -54,6 +55,7 @@ class Edit(BaseModel):
 def create_app(store: Store, settings: Settings) -> FastAPI:
     app = FastAPIOffline(title="Transcriber", version="0.1.0",
                          description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
+    pages.mount(app, store, settings)  # the owner's page at / and the panel at /admin
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, error: ApiError):
