@@ -100,7 +100,8 @@ def run(path: Path, env: dict) -> dict:
     peak), wall seconds, CPU seconds of the tree."""
     command = [sys.executable, "-m", "transcriber.cli", "transcribe", str(path)]
     started = time.monotonic()
-    top = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = tempfile.TemporaryFile("w+")  # its progress lines: a pipe nobody reads could fill up
+    top = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
     watched = psutil.Process(top.pid)
     peak = {"tree": 0.0, "tree PSS": 0.0}
     cpu: dict[int, float] = {}  # last CPU seconds seen per process
@@ -128,9 +129,9 @@ def run(path: Path, env: dict) -> dict:
         peak["tree"] = max(peak["tree"], sum(s for n, s in sizes.items() if n != "embedded database"))
         peak["tree PSS"] = max(peak["tree PSS"], shared_fairly)
         time.sleep(SAMPLE_SECONDS)
-    errors = top.stderr.read()
     if top.wait() != 0:
-        raise SystemExit(f"transcriber transcribe failed:\n{errors}")
+        log.seek(0)
+        raise SystemExit(f"transcriber transcribe failed:\n{log.read()}")
     return {"peak": peak, "wall": time.monotonic() - started, "cpu": sum(cpu.values())}
 
 
