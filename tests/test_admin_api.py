@@ -28,7 +28,9 @@ def test_operator_add_and_tokens_kept_apart(env, make_api, store):
     duplicate = run(env, "operator", "add", "olga")
     assert duplicate.returncode == 2 and "already exists" in duplicate.stderr
     empty = run(env, "operator", "add", " ")
-    assert empty.returncode == 2 and "empty" in empty.stderr
+    assert empty.returncode == 2 and "an operator name may not be empty" in empty.stderr
+    control = run(env, "operator", "add", "ol\x1bga")
+    assert control.returncode == 2 and "invisible" in control.stderr
 
     api = make_api()
     owner_token = api.token("alice")

@@ -167,8 +167,10 @@ def resume_command(record_id: int, settings) -> int:
 def cmd_operator_add(args, settings) -> int:
     from db.web import DuplicateOperator
 
-    if not args.name.strip():
-        raise UserError("an operator's name may not be empty")
+    try:
+        check_name(args.name)  # the same rule as owners' names
+    except InvalidOwnerName as error:
+        raise UserError(str(error).replace("an owner name", "an operator name")) from None
     try:
         token = open_store(settings).add_operator(args.name)
     except DuplicateOperator as error:
