@@ -128,5 +128,8 @@ def test_delete_command(env, store, tmp_path):
     events = store.events(record_id)
     assert [e["kind"] for e in events] == ["deleted"] and events[0]["detail"]["as"] == "operator"
     assert store.card_row(record_id) is None
+    journal = [json.loads(line) for line in run(env, "events", str(record_id)).stdout.splitlines()]
+    assert [(e["kind"], e["origin"]) for e in journal] == [("deleted", "human")]
+    assert run(env, "events", str(record_id + 1000)).returncode == 2
     again = run(env, "delete", str(record_id))
     assert again.returncode == 2 and "no record" in again.stderr

@@ -128,8 +128,10 @@ def cmd_card(args, settings) -> int:
 
 def cmd_events(args, settings) -> int:
     store = open_store(settings)
-    _card_or_fail(store, args.id)
-    for event in store.events(args.id):
+    events = store.events(args.id)
+    if not events:  # an erased record still has its `deleted` line
+        _card_or_fail(store, args.id)
+    for event in events:
         _print_json({**event, "at": event["at"].isoformat()})
     return 0
 
