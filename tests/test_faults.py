@@ -323,7 +323,8 @@ def test_workers_killed_at_random_moments_lose_nothing(store, owner, env, own_re
     seconds = time.monotonic() - started
     figures = settle(store, worker_env, ids)
     assert kills >= 3, f"only {kills} kills before the records were done"
-    assert figures["lost"] <= 2 * kills + figures["failed"], figures  # two threads per killed worker
+    # two threads per killed worker; a holder slower than its lease is taken over (then refused)
+    assert figures["lost"] <= 2 * kills + figures["failed"] + figures["refused"], figures
     assert figures["orphaned"] <= kills, figures
     report("sigkill", len(ids), figures, kills=kills, seconds=round(seconds), seed=seed)
 
@@ -389,6 +390,13 @@ def recognizers_of(worker: subprocess.Popen) -> list[psutil.Process]:
     return found
 
 
+def gone(process: psutil.Process) -> bool:
+    try:
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def overlapping_recognitions(store: Store, ids: list[int]) -> int:
     """How many pairs of these records were recognised at overlapping times (from the journal)."""
     spans = []
@@ -417,10 +425,14 @@ def test_hung_and_killed_recognizers_lose_no_record_and_no_thread(store, owner, 
         stopped, killed = recognizers_of(worker)
         stopped.send_signal(signal.SIGSTOP)
         killed.kill()
-        wait_for(lambda: not stopped.is_running() or stopped.status() == psutil.STATUS_ZOMBIE,
-                 "the stopped recognizer killed at its deadline", 300)
+        # feed records until the thread of the stopped child takes one and finds it dead
+        fed, deadline = [], time.monotonic() + 300
+        while not gone(stopped):
+            assert time.monotonic() < deadline, "the stopped recognizer was never killed"
+            fed.append(store.accept(owner["id"], [audio]))
+            time.sleep(4)
         after = [store.accept(owner["id"], [audio]) for _ in range(8)]
-        ids = before + after
+        ids = before + fed + after
         wait_for(lambda: done_count(store, ids) == len(ids), "every record done", 600)
         assert worker.poll() is None
         failures = [e["detail"]["error"] for i in ids for e in store.events(i) if e["kind"] == "failed"]
