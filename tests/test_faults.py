@@ -9,6 +9,7 @@ one CI runs, and `long`, run by hand: `pytest tests/test_faults.py --faults=long
 from __future__ import annotations
 
 import os
+import pwd
 import random
 import shutil
 import signal
@@ -125,7 +126,7 @@ class OwnPostgres:
         self.folder = Path(tempfile.mkdtemp(prefix="trfault"))
         self.data, self.port = self.folder / "data", free_port()
         self.as_user = []
-        if os.geteuid() == 0:
+        if os.geteuid() == 0:  # the fixture has checked that a `postgres` user exists
             shutil.chown(self.folder, "postgres")
             self.as_user = ["runuser", "-u", "postgres", "--"]
         self._run(_pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
@@ -149,6 +150,11 @@ class OwnPostgres:
 def own_postgres():
     if _pg_bin("initdb") is None or _pg_bin("pg_ctl") is None:
         pytest.skip("no initdb/pg_ctl to start a PostgreSQL of our own")
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root without a `postgres` user to run a PostgreSQL of our own")
     server = OwnPostgres()
     server.start()
     yield server
