@@ -136,11 +136,13 @@ def world(store, db, env, tmp_path):
     the_settings = settings(max_upload_mb=MAX_UPLOAD_MB, tick_seconds=0.2)
     alice = store.add_owner("alice")
     token = store.add_owner("mallory")
+    operator = store.add_operator("root")
     baseline = store.accept(store.owner_by_name("alice")["id"],
                             [speech(tmp_path / "baseline.wav", seconds=2).read_bytes()],
                             title="before", source_name="baseline.wav")
     with TestClient(create_app(store, the_settings), raise_server_exceptions=False) as client:
-        yield World(store, db, tmp_path, env, the_settings, client, token, baseline, {"alice": alice})
+        yield World(store, db, tmp_path, env, the_settings, client, token, baseline,
+                    {"alice": alice, "operator": operator})
 
 
 # --- outcomes -------------------------------------------------------------------------------------
@@ -393,6 +395,15 @@ HTTP_ROWS = [
     Row("unknown text format", "GET /records/{id}/text",
         lambda w: w.get(f"/records/{w.baseline}/text?format=doc", **w.auth(w.notes["alice"])),
         Refused(422, "invalid_request")),
+    Row("offset past 64 bits", "GET /admin/api/halted",
+        lambda w: w.get("/admin/api/halted?offset=9223372036854775808", **w.auth(w.notes["operator"])),
+        Refused(422, "invalid_request")),
+    Row("superscript digit as id", "POST /admin/api/records/{id}/resume",
+        lambda w: w.client.post("/admin/api/records/²/resume", headers=w.auth(w.notes["operator"])),
+        Refused(404, "not_found")),
+    Row("Arabic-Indic digits of an existing id", "DELETE /records/{id}",
+        lambda w: w.client.delete(f"/records/{arabic_indic(w.baseline)}", headers=w.auth(w.notes["alice"])),
+        Refused(404, "not_found"), _not_record_one),
     # the owner's edits
     Row("NUL in the title of an edit", "PATCH /records/{id}",
         lambda w: w.client.patch(f"/records/{w.baseline}", headers=w.auth(w.notes["alice"]),
@@ -429,6 +440,9 @@ CLI_ROWS = [
     Row("superscript digit as id", "transcriber card", lambda w: w.cli("card", "²"),
         Exits(2, "a record id is a positive whole number in ASCII digits")),
     Row("Arabic-Indic digits of an existing id", "transcriber card", lambda w: w.cli("card", arabic_indic(w.baseline)),
+        Exits(2, "a record id is a positive whole number in ASCII digits"), _card_ok),
+    Row("Arabic-Indic digits of an existing id", "transcriber delete",
+        lambda w: w.cli("delete", arabic_indic(w.baseline)),
         Exits(2, "a record id is a positive whole number in ASCII digits"), _card_ok),
     Row("unknown id", "transcriber card", lambda w: w.cli("card", "424242"), Exits(2, "no record with id 424242")),
     Row("unknown id", "transcriber resume", lambda w: w.cli("resume", "424242"), Exits(2, "no record with id 424242")),
