@@ -25,7 +25,7 @@ def test_generated_requests_never_get_a_500(store, tmp_path):
     operation, each sent with a valid token (the operator's for /admin) and, for an address with
     a record id, sent again aimed at a real record of the caller's: never a 500, and every 4xx
     carries `error` and `message`."""
-    app = create_app(store, settings(max_upload_mb=1))
+    app = create_app(store, settings(max_upload_mb=1, sync_wait_seconds=1))
     token = store.add_owner("fuzz")
     operator = store.add_operator("fuzz-operator")
     record_id = store.accept(store.owner_by_name("fuzz")["id"], [encode(tmp_path / "a.wav", "wav").read_bytes()],
