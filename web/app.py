@@ -170,5 +170,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     app.include_router(owner_api.router(store, owner, record_id))
     from web import admin, operators  # the operator's panel API, behind operator tokens
     app.include_router(admin.router(store, operators.bearer_operator(store), record_id))
+    from web import openai_compat  # POST /v1/audio/transcriptions in OpenAI's shape
+    app.include_router(openai_compat.router(store, settings, owner))
     return app
 
