@@ -216,6 +216,7 @@ def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shot
 
     refused = watched.signed_in(dana, "/admin")  # an owner's token does not open the panel
     refused.wait_for_selector(".error")
+    shots(refused, "panel-sign-in")
     assert refused.url.endswith("/admin/session")
 
     panel = watched.signed_in(olga, "/admin")
