@@ -277,7 +277,7 @@ def test_records_in_pages_and_an_oversized_upload(make_api, browser, store):
 def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, store, db):
     """issue 9 §1: while recognising, the list shows seconds done of the total (and a bar); a
     record waiting out a pause shows its failed attempts and when it tries again; both in
-    Russian too."""
+    Russian too; a disabled owner's page shows the API's reason."""
     from conftest import add_record
 
     api = make_api()
@@ -300,4 +300,6 @@ def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, s
     page.wait_for_selector("html[lang=ru]")
     assert "0:42 из 1:35" in page.wait_for_selector(f"#record-{working}").inner_text()
     assert "неудач: 2" in page.wait_for_selector(f"#record-{paused}").inner_text()
+    store.set_owner_disabled("dana", True)  # the page says why it stopped updating
+    page.wait_for_selector("#problem:has-text('is disabled')")
     watched.assert_all_local()
