@@ -272,3 +272,34 @@ def test_records_in_pages_and_an_oversized_upload(make_api, browser, store):
     too_large = page.wait_for_selector(".upload.refused[data-name='long.ogg'] .status")
     assert "larger than the limit of 1 MB" in too_large.inner_text(), too_large.inner_text()
     watched.assert_all_local()
+
+
+def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, store, db):
+    """issue 9 §1: while recognising, the list shows seconds done of the total (and a bar); a
+    record waiting out a pause shows its failed attempts and when it tries again; both in
+    Russian too; a disabled owner's page shows the API's reason."""
+    from conftest import add_record
+
+    api = make_api()
+    token = api.token("dana")
+    dana = store.owner_by_name("dana")
+    working, paused = add_record(store, dana, title="working"), add_record(store, dana, title="paused")
+    with db.transaction() as conn:  # the columns a running recognition and a failed attempt leave
+        conn.execute("UPDATE records SET stage = 'converted', duration_seconds = 95, progress_seconds = 42,"
+                     " claim_token = 7, lease_expires_at = now() + interval '10 minutes' WHERE id = %s", (working,))
+        conn.execute("UPDATE records SET failures = 2, retry_after = now() + interval '10 minutes'"
+                     " WHERE id = %s", (paused,))
+    watched = Watched(browser, base_of(api))
+    page = watched.signed_in(token)
+    row = page.wait_for_selector(f"#record-{working}")
+    assert "0:42 of 1:35" in row.inner_text() and "working now" in row.inner_text()
+    assert row.eval_on_selector("progress", "bar => [bar.value, bar.max]") == [42, 95]
+    row = page.wait_for_selector(f"#record-{paused}")
+    assert "2 failed" in row.inner_text() and "pause: next try in" in row.inner_text()
+    page.click("button[data-lang=ru]")
+    page.wait_for_selector("html[lang=ru]")
+    assert "0:42 из 1:35" in page.wait_for_selector(f"#record-{working}").inner_text()
+    assert "неудач: 2" in page.wait_for_selector(f"#record-{paused}").inner_text()
+    store.set_owner_disabled("dana", True)  # the page says why it stopped updating
+    page.wait_for_selector("#problem:has-text('is disabled')")
+    watched.assert_all_local()
