@@ -4,14 +4,14 @@
 -- name: claim
 -- Selects the oldest eligible record of a stage and claims it under a new token, in one
 -- statement. Returns only the id and the token (INV-2), and whether the record has overstayed
--- its stage (then the claimer halts it). stage_entered_at ties are broken by the id.
+-- its stage (then the claimer halts it). Ties of available_at are broken by the id.
 WITH candidate AS (
     SELECT id FROM records
+    -- available_at (migration 6): NULL when done or halted, later than now() while leased or
+    -- paused; the partial index records_claimable holds claimable rows in this order
     WHERE stage = %(stage)s
-      AND halted_at IS NULL
-      AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-      AND (retry_after IS NULL OR retry_after <= now())
-    ORDER BY stage_entered_at, id
+      AND available_at <= now()
+    ORDER BY available_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
