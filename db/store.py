@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from db.database import Database
 from db.queries import query, template
+from db.web import WebStore
 from domain.claims import NO_WORK, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
@@ -49,7 +50,7 @@ def _record_log(record_id: int, stage: str, event: str):
     return logger.bind(record_id=record_id, stage=stage, event=event)
 
 
-class Store:
+class Store(WebStore):
     def __init__(self, db: Database):
         self.db = db
 
@@ -245,7 +246,33 @@ class Store:
             row = conn.execute(query("owner_by_token_hash"), {"token_hash": digest}).fetchone()
         if row is None or not hmac.compare_digest(row["token_hash"], digest):
             return None
-        return {"id": row["id"], "name": row["name"]}
+        return {"id": row["id"], "name": row["name"], "disabled": row["disabled_at"] is not None}
+
+    def new_token(self, name: str) -> str | None:
+        """Give the owner called `name` a new API token and return it (None: no such owner).
+        The old token is refused from this moment on: no process keeps a copy of it."""
+        token = secrets.token_urlsafe(32)
+        with self.db.transaction() as conn:
+            row = conn.execute(query("replace_owner_token"), {"name": name, "token_hash": hash_token(token)}).fetchone()
+        if row is None:
+            return None
+        logger.info("owner {} has a new API token; the old one is refused", name)
+        return token
+
+    def set_owner_disabled(self, name: str, disabled: bool) -> bool | None:
+        """Disable or enable the owner called `name`; return whether it was disabled before
+        (None: no such owner). A disabled owner's token is refused; its records stay."""
+        with self.db.transaction() as conn:
+            row = conn.execute(query("set_owner_disabled"), {"name": name, "disabled": disabled}).fetchone()
+        if row is None:
+            return None
+        logger.info("owner {} {}", name, "disabled" if disabled else "enabled")
+        return row["was_disabled"]
+
+    def owners(self) -> list[dict]:
+        """Every owner with its state and record counts (never a token)."""
+        with self.db.transaction() as conn:
+            return conn.execute(query("list_owners")).fetchall()
 
     # --- audio blobs and intake ---------------------------------------------------------------
 

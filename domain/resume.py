@@ -45,16 +45,18 @@ class NotHalted(ValueError):
 
 
 class ResumeStore(Protocol):
-    def resume(self, record_id: int, resets: dict[str, object]) -> str | None:
-        """Apply `resets` to a halted record in one action; its stage, or None if not halted."""
+    def resume(self, record_id: int, resets: dict[str, object], by: str = ...) -> str | None:
+        """Apply `resets` to a halted record in one action, journaled as done by `by`; its
+        stage, or None if not halted."""
 
     def stage_of(self, record_id: int) -> str | None:
         """The record's stage, or None if there is no such record."""
 
 
-def resume(store: ResumeStore, record_id: int) -> str:
-    """Return a halted record to work from the stage where it stood; return that stage."""
-    stage = store.resume(record_id, RESUME_RESETS)
+def resume(store: ResumeStore, record_id: int, by: str = "operator") -> str:
+    """Return a halted record to work from the stage where it stood; return that stage. `by`
+    names the human who did it in the journal (the operator's name from the panel)."""
+    stage = store.resume(record_id, RESUME_RESETS, by=by)
     if stage is not None:
         return stage
     current = store.stage_of(record_id)

@@ -12,6 +12,7 @@ from db import DatabaseUnavailable, Store
 from db.store import DuplicateOwner
 from audio.formats import FORMATS, render
 from domain.card import card
+from domain.owners import InvalidOwnerName, check_name, state
 from domain.resume import NotHalted, UnknownRecord, resume
 from transcriber import config, logs
 from transcriber.intake import IntakeError
@@ -48,6 +49,7 @@ def cmd_migrate(args, settings) -> int:
 
 
 def cmd_owner_add(args, settings) -> int:
+    check_name(args.name)
     store = open_store(settings)
     try:
         token = store.add_owner(args.name)
@@ -55,6 +57,51 @@ def cmd_owner_add(args, settings) -> int:
         raise UserError(str(error)) from None
     print(f"owner {args.name} created; API token (shown once, keep it):")
     print(token)
+    return 0
+
+
+def _no_owner(name: str) -> UserError:
+    return UserError(f"no owner named {name!r} (see: transcriber owner list)")
+
+
+def cmd_owner_token(args, settings) -> int:
+    token = open_store(settings).new_token(args.name)
+    if token is None:
+        raise _no_owner(args.name)
+    print(f"owner {args.name} has a new API token (shown once, keep it); the old one no longer works:")
+    print(token)
+    return 0
+
+
+def cmd_owner_enable(args, settings) -> int:
+    disable = args.owner_command == "disable"
+    was_disabled = open_store(settings).set_owner_disabled(args.name, disable)
+    if was_disabled is None:
+        raise _no_owner(args.name)
+    if was_disabled == disable:
+        print(f"owner {args.name} was already {'disabled' if disable else 'enabled'}")
+    elif disable:
+        print(f"owner {args.name} disabled: its API token is refused until `transcriber owner enable`")
+    else:
+        print(f"owner {args.name} enabled: its current API token works again")
+    return 0
+
+
+def cmd_owner_list(args, settings) -> int:
+    rows = [{"name": row["name"], "state": state(row["disabled_at"]), "records": row["records"],
+             "done": row["done"], "halted": row["halted"], "created_at": row["created_at"].isoformat()}
+            for row in open_store(settings).owners()]
+    if args.json:
+        _print_json(rows)
+        return 0
+    if not rows:
+        print("no owners yet (create one with: transcriber owner add NAME)")
+        return 0
+    width = max(4, *(len(row["name"]) for row in rows))
+    print(f"{'name':<{width}} {'state':<8} {'records':>7} {'done':>6} {'halted':>6}  created")
+    for row in rows:
+        print(f"{row['name']:<{width}} {row['state']:<8} {row['records']:>7} {row['done']:>6} {row['halted']:>6}  "
+              f"{row['created_at'][:19]}")
     return 0
 
 
@@ -117,6 +164,34 @@ def resume_command(record_id: int, settings) -> int:
     return 0
 
 
+def cmd_operator_add(args, settings) -> int:
+    from db.web import DuplicateOperator
+
+    if not args.name.strip():
+        raise UserError("an operator's name may not be empty")
+    try:
+        token = open_store(settings).add_operator(args.name)
+    except DuplicateOperator as error:
+        raise UserError(str(error)) from None
+    print(f"operator {args.name} created; /admin token (shown once, keep it):")
+    print(token)
+    return 0
+
+
+def cmd_delete(args, settings) -> int:
+    """Erase a record for good (any owner's), as `DELETE /records/{id}` does for its owner."""
+    import getpass
+
+    try:
+        by = getpass.getuser()
+    except (KeyError, OSError):
+        by = "operator"
+    if open_store(settings).delete_record(args.id, None, by=by, role="operator") is None:
+        raise UserError(f"no record with id {args.id}")
+    print(f"record {args.id} deleted for good")
+    return 0
+
+
 def cmd_text(args, settings) -> int:
     store = open_store(settings)
     row = store.transcript(args.id)
@@ -162,6 +237,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = owner.add_parser("add", help="create an owner and print its API token once")
     p.add_argument("name")
     p.set_defaults(run=cmd_owner_add)
+    p = owner.add_parser("token", help="give an owner a new API token (printed once); the old one stops working")
+    p.add_argument("name")
+    p.set_defaults(run=cmd_owner_token)
+    for action, text in (("disable", "refuse an owner's API token until it is enabled (records stay)"),
+                         ("enable", "accept a disabled owner's current API token again")):
+        p = owner.add_parser(action, help=text)
+        p.add_argument("name")
+        p.set_defaults(run=cmd_owner_enable)
+    p = owner.add_parser("list", help="owners with their state and record counts (never tokens)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_owner_list)
 
     p = sub.add_parser("submit", help="accept a recording into the pipeline; prints its id")
     p.add_argument("file")
@@ -207,6 +293,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resume", help="return a halted record to work from its stage")
     p.add_argument("id", type=_record_id)
     p.set_defaults(run=cmd_resume)
+
+    operator = sub.add_parser("operator", help="manage the service owner's /admin accounts").add_subparsers(
+        dest="operator_command", required=True)
+    p = operator.add_parser("add", help="create an operator account for /admin and print its token once")
+    p.add_argument("name")
+    p.set_defaults(run=cmd_operator_add)
+
+    p = sub.add_parser("delete", help="erase a record, its audio and its text for good")
+    p.add_argument("id", type=_record_id)
+    p.set_defaults(run=cmd_delete)
     return parser
 
 
@@ -221,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return args.run(args, settings)
-    except (UserError, IntakeError) as error:
+    except (UserError, IntakeError, InvalidOwnerName) as error:
         print(f"transcriber: {error}", file=sys.stderr)
         return EXIT_USAGE
     except DatabaseUnavailable as error:

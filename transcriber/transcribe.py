@@ -15,6 +15,7 @@ from audio.formats import render
 from db import Store
 from db.store import DuplicateOwner
 from domain.card import card
+from domain.owners import check_name
 from transcriber.config import Settings
 from transcriber.intake import IntakeError, submit_file
 from transcriber.local import LocalPipeline
@@ -24,6 +25,7 @@ POLL_SECONDS = 0.25
 
 
 def _ensure_owner(store: Store, name: str) -> None:
+    check_name(name)
     if store.owner_by_name(name) is None:
         try:
             store.add_owner(name)  # its token is not needed here: `owner add` makes one to use

@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, File, Form, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -50,8 +51,8 @@ class Edit(BaseModel):
 
 
 def create_app(store: Store, settings: Settings) -> FastAPI:
-    app = FastAPI(title="Transcriber", version="0.1.0",
-                  description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
+    app = FastAPIOffline(title="Transcriber", version="0.1.0",
+                         description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, error: ApiError):
@@ -87,6 +88,9 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         found = store.owner_by_token(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
         if found is None:
             raise ApiError(401, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
+        if found["disabled"]:
+            raise ApiError(403, "owner_disabled", f"the owner {found['name']!r} is disabled; "
+                           "the service's operator can enable it (transcriber owner enable NAME)")
         return found
 
     Owner = Annotated[dict, Depends(owner)]
@@ -160,5 +164,9 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         body = render(format, row["transcript"], row["segments"], row["duration_seconds"])
         return Response(body, media_type=MEDIA_TYPES[format])
 
+    from web import owner_api  # the owner's audio and deletion, in a module of their own
+    app.include_router(owner_api.router(store, owner, record_id))
+    from web import admin, operators  # the operator's panel API, behind operator tokens
+    app.include_router(admin.router(store, operators.bearer_operator(store), record_id))
     return app
 

@@ -7,7 +7,7 @@ INSERT INTO owners (name, token_hash) VALUES (%(name)s, %(token_hash)s) RETURNIN
 SELECT id, name FROM owners WHERE name = %(name)s;
 
 -- name: owner_by_token_hash
-SELECT id, name, token_hash FROM owners WHERE token_hash = %(token_hash)s;
+SELECT id, name, token_hash, disabled_at FROM owners WHERE token_hash = %(token_hash)s;
 
 -- name: create_blob
 INSERT INTO blobs (media_type) VALUES (%(media_type)s) RETURNING id;

@@ -1,0 +1,27 @@
+"""The API docs work on a host with no network (issue 9 §5): every asset of /docs and /redoc
+is served by the app itself."""
+from __future__ import annotations
+
+import re
+
+from test_http import make_api  # noqa: F401  (the live server fixture)
+
+
+def test_docs_assets_are_served_locally(make_api):
+    """issue 9 §5: the Swagger UI (and ReDoc) pages name only addresses of the app itself, and
+    each of them answers 200 — no CDN, no font host."""
+    api = make_api()
+    for page in ("/docs", "/redoc"):
+        answer = api.http.get(page)
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+        html = answer.text
+        assert "cdn." not in html and "googleapis" not in html
+        assets = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", html)
+        assets += re.findall(r"""url:\s*['"]([^'"]+)['"]""", html)  # the OpenAPI document
+        assert any(a.endswith(".js") for a in assets), html
+        for address in assets:
+            assert address.startswith("/") and not address.startswith("//"), (page, address)
+            assert api.http.get(address).status_code == 200, (page, address)
+        assert "/openapi.json" in html
+    script = api.http.get("/static-offline-docs/swagger-ui-bundle.js")
+    assert script.status_code == 200 and len(script.content) > 100_000

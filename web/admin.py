@@ -1,0 +1,97 @@
+"""The service owner's panel, as JSON under /admin/api (the pages at /admin call these): the
+figures of `transcriber status`, halted records, a record's journal, and Resume through the
+same domain action as `transcriber resume`. Owners' names and record metadata only — never a
+transcript, a segment or audio."""
+
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Annotated, Callable
+
+from fastapi import APIRouter, Depends, Query
+
+from db import Store
+from domain.card import card
+from domain.resume import NotHalted, UnknownRecord, resume
+from web.app import NOT_FOUND, ApiError
+
+PREFIX = "/admin/api"
+
+
+def _plain(value):
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _addresses(record_id: int) -> dict:
+    return {"card": f"{PREFIX}/records/{record_id}", "events": f"{PREFIX}/records/{record_id}/events",
+            "resume": f"{PREFIX}/records/{record_id}/resume"}
+
+
+def router(store: Store, operator: Callable[..., dict], record_id: Callable[[str], int]) -> APIRouter:
+    routes = APIRouter(prefix=PREFIX, tags=["admin"])
+    Operator = Annotated[dict, Depends(operator)]
+
+    def metadata(raw_id: str) -> dict:
+        row = store.card_row(record_id(raw_id))
+        if row is None:
+            raise ApiError(404, *NOT_FOUND)
+        return {**card(row), "owner": row["owner"], "admin_links": _addresses(row["id"])}
+
+    @routes.get("/whoami")
+    def whoami(who: Operator):
+        """The operator the token belongs to."""
+        return {"name": who["name"]}
+
+    @routes.get("/status")
+    def status(who: Operator):
+        """The figures of `transcriber status --json`: per stage, records active, claimed, waiting
+        out a pause, halted, and the age of the oldest eligible one; plus totals."""
+        stages = [{k: _plain(v) for k, v in row.items()} for row in store.status()]
+        totals = {key: sum(row[key] for row in stages) for key in ("active", "claimed", "waiting", "halted")}
+        return {"stages": stages, "totals": totals, "at": datetime.now(timezone.utc).isoformat()}
+
+    @routes.get("/halted")
+    def halted(who: Operator, limit: int = Query(default=50, ge=1, le=200), offset: int = Query(default=0, ge=0)):
+        """Halted records, longest halted first: owner, title, stage, reason, error, attempts, age."""
+        rows, total = store.halted_records(limit, offset)
+        items = [{"id": row["id"], "owner": row["owner"], "title": row["title"], "source_name": row["source_name"],
+                  "stage": row["stage"], "reason": row["halt_reason"], "error": row["halt_error"],
+                  "attempts": row["failures"], "halted_at": _plain(row["halted_at"]),
+                  "halted_seconds": round(float(row["halted_seconds"]), 1),
+                  "created_at": _plain(row["created_at"]), "age_seconds": round(float(row["age_seconds"]), 1),
+                  "duration_seconds": row["duration_seconds"], "links": _addresses(row["id"])}
+                 for row in rows]
+        following = offset + len(rows)
+        return {"items": items, "total": total, "limit": limit, "offset": offset,
+                "next": f"{PREFIX}/halted?limit={limit}&offset={following}" if following < total else None}
+
+    @routes.get("/records/{raw_id}")
+    def record(raw_id: str, who: Operator):
+        """A record's card with its owner's name (metadata only: no text)."""
+        return metadata(raw_id)
+
+    @routes.get("/records/{raw_id}/events")
+    def events(raw_id: str, who: Operator):
+        """The record's event journal, oldest first (an erased record keeps its `deleted` line)."""
+        found = store.events(record_id(raw_id))
+        if not found:
+            raise ApiError(404, *NOT_FOUND)
+        return {"record": found[0]["record"], "events": [{k: _plain(v) for k, v in e.items()} for e in found]}
+
+    @routes.post("/records/{raw_id}/resume")
+    def resume_record(raw_id: str, who: Operator):
+        """Resume a halted record through the domain (P5), journaled as `resumed` with origin
+        `human` and the operator's name; 409 when it is not halted."""
+        number = record_id(raw_id)
+        try:
+            stage = resume(store, number, by=who["name"])
+        except UnknownRecord:
+            raise ApiError(404, *NOT_FOUND) from None
+        except NotHalted as error:
+            raise ApiError(409, "not_halted", str(error), stage=error.stage) from None
+        return {"id": number, "stage": stage, "resumed_by": who["name"], "card": metadata(str(number))}
+
+    return routes
