@@ -51,12 +51,10 @@ class Database:
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
         """A connection outside any transaction: each statement on it is its own transaction,
         sent in a single round trip. For statements that need not commit together."""
-        with self._pool.connection() as conn:
-            yield conn
+        return self._pool.connection()
 
     def one(self, statement: Query, params: Params | None = None) -> dict | None:
         """Run one statement as its own transaction (a single round trip); its first row."""

@@ -24,7 +24,7 @@ from db.web import WebStore
 from domain.claims import NO_WORK, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
-from domain.stages import Step
+from domain.stages import Stage, Step
 
 CHUNK_BYTES = 1 << 20
 
@@ -102,7 +102,9 @@ class Store(WebStore):
             if not saved:
                 self._refuse(conn, claim, "save")
         if saved:
-            _record_log(claim.record_id, claim.step.target, "advanced").info(
+            # a record done is news for the log; the stages on the way are in the journal
+            log = _record_log(claim.record_id, claim.step.target, "advanced")
+            (log.info if claim.step.target is Stage.DONE else log.debug)(
                 "record {} reached {}", claim.record_id, claim.step.target
             )
         return saved
