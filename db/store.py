@@ -248,6 +248,16 @@ class Store(WebStore):
             return None
         return {"id": row["id"], "name": row["name"], "disabled": row["disabled_at"] is not None}
 
+    def owner_and_card_row(self, token: str, record_id: int) -> tuple[dict | None, dict | None]:
+        """owner_by_token and that owner's card_row together, in one statement (one round trip):
+        a new token, a disabled owner or a deleted record count from the very next request."""
+        digest = hash_token(token)
+        row = self.db.one(query("owner_card_by_token_hash"), {"token_hash": digest, "id": record_id})
+        if row is None or not hmac.compare_digest(row["token_hash"], digest):
+            return None, None
+        who = {"id": row["owner_id"], "name": row["owner_name"], "disabled": row["owner_disabled_at"] is not None}
+        return who, (row if row["id"] is not None else None)
+
     def new_token(self, name: str) -> str | None:
         """Give the owner called `name` a new API token and return it (None: no such owner).
         The old token is refused from this moment on: no process keeps a copy of it."""
