@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
@@ -55,9 +56,19 @@ def _round(seconds: float) -> float:
 
 class WhisperEngine:
     """faster-whisper (CTranslate2): int8 on CPU, float16 on CUDA; beam search at temperature 0
-    only, each window on its own (no conditioning on a previous window's text)."""
+    only, each window on its own (no conditioning on a previous window's text).
+
+    Whisper at temperature 0 can fall into a loop, writing one phrase over and over to the end
+    of the window. Whisper's own remedy, decoding again at a higher temperature, samples and
+    makes the text random; here the guard is deterministic: a window whose text compresses
+    better than LOOP_COMPRESSION (zlib, Whisper's own test) is decoded again with repeated
+    4-grams forbidden, and if that text still loops, its repeated tail is cut (`cut_repeats`).
+    """
 
     name = "faster-whisper"
+    OPTIONS = dict(beam_size=5, temperature=0.0, vad_filter=False, condition_on_previous_text=False,
+                   word_timestamps=True)
+    RETRY_OPTIONS = dict(no_repeat_ngram_size=4)  # what the second decoding of a looping window adds
 
     def __init__(self, model: str, device: str = "cpu", threads: int = 0, download_root: str | None = None):
         from faster_whisper import WhisperModel
@@ -70,10 +81,15 @@ class WhisperEngine:
         import numpy as np
 
         audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
-        pieces, info = self.model.transcribe(
-            audio, language=language, beam_size=5, temperature=0.0, vad_filter=False,
-            condition_on_previous_text=False, word_timestamps=True,
-        )
+        result = self._decode(audio, language)
+        if loops(result.segments):
+            result = self._decode(audio, language, **self.RETRY_OPTIONS)
+            if loops(result.segments):
+                result.segments = cut_repeats(result.segments)
+        return result
+
+    def _decode(self, audio, language: str | None, **extra) -> Recognized:
+        pieces, info = self.model.transcribe(audio, language=language, **{**self.OPTIONS, **extra})
         segments = []
         for piece in pieces:
             text = piece.text.strip()
@@ -83,6 +99,63 @@ class WhisperEngine:
                      for w in (piece.words or []) if w.word.strip()]
             segments.append({"start": _round(piece.start), "end": _round(piece.end), "text": text, "words": words})
         return Recognized(segments, info.language)
+
+
+# --- the repetition guard ------------------------------------------------------------------------
+
+LOOP_COMPRESSION = 2.4   # text that zlib shrinks more than this repeats itself (Whisper's threshold)
+LOOP_REPEATS = 3         # a phrase said this many times in a row, in looping text, is a loop
+LOOP_LONGEST = 24        # the longest phrase (in words) looked for
+
+
+def compression_ratio(text: str) -> float:
+    """How well zlib compresses `text`: about 1.5 for speech, far more for a phrase repeated."""
+    raw = text.encode("utf-8")
+    return len(raw) / len(zlib.compress(raw)) if raw else 0.0
+
+
+def loops(segments: list[dict]) -> bool:
+    """Whether a window's text repeats itself like a decoding loop."""
+    return compression_ratio(" ".join(s["text"] for s in segments)) > LOOP_COMPRESSION
+
+
+def _token(word: str) -> str:
+    return "".join(c for c in word.casefold() if c.isalnum())
+
+
+def cut_repeats(segments: list[dict]) -> list[dict]:
+    """The segments with every run of a phrase said LOOP_REPEATS times or more in a row (across
+    segments too) cut to its first saying; segments left empty are dropped. Words are the
+    segments' timed words where there are any, else their text split at spaces."""
+    items = []  # (segment number, word as written, its timed entry or None)
+    for number, segment in enumerate(segments):
+        if segment["words"]:
+            items += [(number, w["word"], w) for w in segment["words"]]
+        else:
+            items += [(number, w, None) for w in segment["text"].split()]
+    tokens = [_token(word) for _, word, _ in items]
+    keep = [True] * len(items)
+    at = 0
+    while at < len(tokens):
+        for size in range(1, min(LOOP_LONGEST, (len(tokens) - at) // LOOP_REPEATS) + 1):
+            phrase = tokens[at:at + size]
+            times = 1
+            while tokens[at + times * size: at + (times + 1) * size] == phrase:
+                times += 1
+            if times >= LOOP_REPEATS:
+                keep[at + size: at + times * size] = [False] * ((times - 1) * size)
+                at += times * size
+                break
+        else:
+            at += 1
+    out = []
+    for number, segment in enumerate(segments):
+        kept = [(word, entry) for (n, word, entry), k in zip(items, keep) if n == number and k]
+        if kept:
+            entries = [entry for _, entry in kept if entry is not None]
+            out.append({**segment, "text": " ".join(word for word, _ in kept), "words": entries,
+                        **({"end": entries[-1]["end"]} if entries else {})})
+    return out
 
 
 class PocketsphinxEngine:

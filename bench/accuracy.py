@@ -30,9 +30,6 @@ sys.path[:0] = [str(ROOT)]
 from bench import data  # noqa: E402
 from bench.wer import NONE, Errors, normalise, score  # noqa: E402
 
-WINDOW_SECONDS = 30  # the longest piece of audio a Whisper model takes at once
-
-
 @dataclass(frozen=True)
 class Recognizer:
     engine: str             # "pocketsphinx" or "faster-whisper"
@@ -70,13 +67,6 @@ class Heard:
 Recognize = Callable[[bytes, "str | None"], Heard]
 
 
-def _windows(pcm: bytes) -> list[bytes]:
-    from audio.decode import BYTES_PER_SECOND
-
-    step = WINDOW_SECONDS * BYTES_PER_SECOND
-    return [pcm[at:at + step] for at in range(0, len(pcm), step)] or [b""]
-
-
 class _Clock:
     def __enter__(self):
         self.wall, self.cpu = time.perf_counter(), time.process_time()
@@ -89,41 +79,29 @@ class _Clock:
 def open_recognizer(recognizer: Recognizer) -> Recognize:
     """Load the recognizer; the function that recognises one recording with it.
 
-    faster-whisper is loaded once and called directly with the service's settings (int8 on two
-    CPU threads, beam 5, temperature 0, no VAD filter, no conditioning on earlier text), one
-    window of at most 30 s at a time. pocketsphinx runs the service's own engine, a fresh one
-    per recording so that no recording's adaptation carries into the next; its model load
-    (about a second) happens before the clock starts.
+    Both engines are the service's own (audio.engines), fed the service's windows
+    (audio.windows: at most 30 s, cut where quiet) and called in this process, so the text is
+    what a worker writes. faster-whisper is loaded once with the service's settings on two CPU
+    threads (its repetition guard included). pocketsphinx makes a fresh decoder per window, as in
+    the service: its model load (about 0.3 s) is inside the clock, once per recording here since
+    every recording is shorter than a window.
     """
-    if recognizer.engine == "pocketsphinx":
-        from audio.engines import PocketsphinxEngine
-
-        def recognize(pcm: bytes, language: str | None) -> Heard:
-            engine = PocketsphinxEngine()
-            engine.transcribe(iter(()), lambda s: None)  # no audio: only loads the model
-            with _Clock() as clock:
-                text = engine.transcribe(iter([pcm]), lambda s: None).text
-            return Heard(text, "en", clock.wall, clock.cpu)
-
-        return recognize
-
-    import numpy as np
-    from faster_whisper import WhisperModel
-
+    from audio.engines import PocketsphinxEngine, WhisperEngine
     from audio.models import resolve
+    from audio.windows import windows
 
-    model = WhisperModel(resolve(recognizer.model, data.CACHE / "models"), device="cpu",
-                         compute_type="int8", cpu_threads=2)
+    if recognizer.engine == "pocketsphinx":
+        engine = PocketsphinxEngine()
+    else:
+        engine = WhisperEngine(resolve(recognizer.model, data.CACHE / "models"), "cpu", threads=2)
 
     def recognize(pcm: bytes, language: str | None) -> Heard:
         texts, detected = [], None
         with _Clock() as clock:
-            for window in _windows(pcm):
-                audio = np.frombuffer(window, dtype=np.int16).astype(np.float32) / 32768.0
-                segments, info = model.transcribe(audio, language=language, beam_size=5, temperature=0.0,
-                                                  vad_filter=False, condition_on_previous_text=False)
-                texts.extend(segment.text.strip() for segment in segments)
-                detected = detected or info.language
+            for _, window in windows([pcm]):
+                result = engine.recognize(window, language)
+                texts.extend(segment["text"] for segment in result.segments)
+                detected = detected or result.language
         return Heard(" ".join(texts), detected, clock.wall, clock.cpu)
 
     return recognize
@@ -164,7 +142,7 @@ def measure(recognizer: Recognizer, utterances: list[dict], runs: int) -> dict:
 
 
 def pocketsphinx_load_seconds() -> float:
-    """How long one pocketsphinx model load takes (paid once per recording above)."""
+    """How long one pocketsphinx model load takes (paid once per window, inside the timing above)."""
     from pocketsphinx import Decoder
 
     started = time.perf_counter()
@@ -202,7 +180,7 @@ def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int
     }
     if recognizer.engine == "pocketsphinx":
         with context.Pool(1, maxtasksperchild=1) as pool:
-            # a fresh engine per recording loads the model each time, outside the timed part
+            # a fresh decoder per window loads the model each time, inside the timed part
             result["load_wall_seconds"] = pool.apply(pocketsphinx_load_seconds)
     return result
 
@@ -237,6 +215,7 @@ def main() -> None:
     print(HEADER, flush=True)
     for recognizer in chosen:
         result = evaluate(recognizer, sets[recognizer.dataset], args.runs)
+        result["when"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         results.append(result)
         print(row(result), flush=True)
     for title, key in (("kind of speech", "wer_by_kind"), ("speaker or voice", "wer_by_speaker")):
@@ -244,11 +223,17 @@ def main() -> None:
         for result in results:
             parts = ", ".join(f"{name} {100 * e['wer']:.1f} ({e['reference_words']})" for name, e in result[key].items())
             print(f"  {result['label']:<40} {parts}")
+    if args.only and args.json.is_file():
+        # a partial run replaces its own rows and keeps the others, in the order of RECOGNIZERS
+        fresh = {result["label"]: result for result in results}
+        earlier = {result["label"]: result for result in json.loads(args.json.read_text())["results"]}
+        results = [fresh.get(r.label) or earlier[r.label] for r in RECOGNIZERS
+                   if r.label in fresh or r.label in earlier]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
         "machine": {"cpus": multiprocessing.cpu_count(), "platform": platform.platform(),
                     "python": platform.python_version()},
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": args.runs,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": args.runs,  # of the last run
         "sources": [asdict(s) for s in data.SOURCES],
         "results": results,
     }, indent=1, ensure_ascii=False))

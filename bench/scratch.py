@@ -27,14 +27,16 @@ def _admin(statement: sql.Composed, admin_url: str) -> None:
 
 
 @contextlib.contextmanager
-def scratch_database() -> Iterator[str]:
+def scratch_database(name: str = NAME) -> Iterator[str]:
+    """A fresh database called `name` (a benchmark that runs long names its own, so that another
+    one started meanwhile does not drop it)."""
     settings = config.load()
     admin_url = settings.database_url or embedded_url(settings.home)
-    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(NAME))
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
     _admin(drop, admin_url)
-    _admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(NAME)), admin_url)
+    _admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)), admin_url)
     info = psycopg.conninfo.conninfo_to_dict(admin_url)
-    info["dbname"] = NAME
+    info["dbname"] = name
     try:
         yield psycopg.conninfo.make_conninfo(**info)
     finally:

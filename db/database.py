@@ -61,11 +61,6 @@ class Database:
         with self._pool.connection() as conn:
             return conn.execute(statement, params).fetchone()
 
-    def all(self, statement: Query, params: Params | None = None) -> list[dict]:
-        """Run one statement as its own transaction (a single round trip); all its rows."""
-        with self._pool.connection() as conn:
-            return conn.execute(statement, params).fetchall()
-
     def close(self) -> None:
         self._pool.close()
 
@@ -96,9 +91,11 @@ class Database:
                 logger.info("migration {} ({}) applied", version, name)
         return applied_now
 
-    def ping(self) -> bool:
+    def ping(self, timeout: float | None = None) -> bool:
+        """Whether the database answers; `timeout` bounds the wait for a pooled connection."""
         try:
-            return self.one(query("ping"))["ok"] == 1
+            with self._pool.connection(timeout=timeout) as conn:
+                return conn.execute(query("ping")).fetchone()["ok"] == 1
         except (psycopg.Error, PoolTimeout):
             return False
 

@@ -21,7 +21,7 @@ from psycopg.types.json import Jsonb
 from db.database import Database
 from db.queries import query, template
 from db.web import WebStore
-from domain.claims import NO_WORK, Claim, HaltReason, NoWork
+from domain.claims import NO_WORK, CheckpointRefused, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
 from domain.stages import Stage, Step
@@ -150,7 +150,10 @@ class Store(WebStore):
     def checkpoint(self, claim: Claim, from_seconds: float, to_seconds: float, segments: list[dict],
                    language: str | None, lease_seconds: float) -> bool:
         """Save one recognised window's segments and move the checkpoint from `from_seconds` to
-        `to_seconds`, only while the claim is its own (P3); False when refused."""
+        `to_seconds`, only while the claim is its own (P3); False when the claim moved on.
+
+        Raises CheckpointRefused when the claim is still its own but the window does not start
+        at the record's last checkpoint: that run is a failed attempt, not a lost claim."""
         with self.db.connection() as conn:
             row = conn.execute(
                 query("checkpoint"),
@@ -159,6 +162,11 @@ class Store(WebStore):
                  "lease_seconds": lease_seconds},
             ).fetchone()
             if row is None:
+                why = conn.execute(query("checkpoint_refusal"), {"id": claim.record_id, "token": claim.token}).fetchone()
+                if why is not None and why["still_held"]:
+                    raise CheckpointRefused(
+                        f"checkpoint {from_seconds:g}-{to_seconds:g}s refused: the last checkpoint of record "
+                        f"{claim.record_id} is at {why['recognized_seconds']:g}s")
                 self._refuse(conn, claim, "checkpoint")
         if row is not None:
             _record_log(claim.record_id, claim.step.source, "checkpoint").debug(
@@ -170,6 +178,8 @@ class Store(WebStore):
         """Give the claim back unfinished, so the record need not wait out the lease."""
         with self.db.connection() as conn:
             released = conn.execute(query("release"), {"id": claim.record_id, "token": claim.token}).fetchone()
+            if released is None:
+                self._refuse(conn, claim, "release")
         if released:
             _record_log(claim.record_id, claim.step.source, "released").info(
                 "record {} released unfinished by a stopping {} worker", claim.record_id, claim.step

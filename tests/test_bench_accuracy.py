@@ -33,3 +33,15 @@ def test_normaliser():
     assert normalise("I have 1,204 cats", numbers=False) == ["i", "have", "1", "204", "cats"]
     assert number_words(1204) == "one thousand two hundred four"
     assert number_words(90) == "ninety" and number_words(15) == "fifteen"
+
+
+def test_the_benchmark_recognises_with_the_service_engines():
+    """Issue 7.7: the accuracy benchmark calls the service's own engine on the service's windows
+    (a benchmark of another code path would score text no worker writes)."""
+    from bench.accuracy import Recognizer, open_recognizer
+    from media import speech_pcm
+
+    recognize = open_recognizer(Recognizer("pocketsphinx", None, "en", "en"))
+    heard = recognize(speech_pcm(), "en")
+    assert len(heard.text.split()) >= 10 and heard.language == "en"
+    assert heard.wall > 0 and heard.cpu > 0

@@ -101,6 +101,28 @@ def test_selection_order_is_stage_entry_then_id(store, owner, db):
     assert claimed == sorted(ids)
 
 
+def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url):
+    """Issue 8 §6, P2: the claim order's id tie-break is in the statement, not an accident of the
+    claim index. Records tie on stage-entry time and lie in the table in reverse id order; a
+    claimer whose plan cannot use the index (a sequential scan and a sort, as after the index
+    is dropped or the planner prefers the table) still claims them in ascending id order."""
+    from psycopg.conninfo import make_conninfo
+
+    from db import Database, Store
+
+    ids = [add_record(store, owner) for _ in range(6)]
+    with store.db.transaction() as conn:
+        for record_id in reversed(ids):  # each row's new version lands after the last one written
+            conn.execute("UPDATE records SET stage_entered_at = date_trunc('minute', now()) "
+                         "WHERE id = %s", [record_id])
+        physical = [r["id"] for r in conn.execute("SELECT id FROM records ORDER BY ctid").fetchall()]
+    assert physical == ids[::-1]
+    no_index = "-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off"
+    with Database(make_conninfo(database_url, options=no_index), max_size=1) as scanning:
+        claimed = [Store(scanning).claim(Step.CONVERT, policy()).record_id for _ in ids]
+    assert claimed == ids
+
+
 def test_stress_every_record_claimed_and_saved_once(store, owner):
     """P2-S1 at scale: 200 records, 8 concurrent claimers looping until empty: each record claimed
     and saved exactly once, no save refused, every claimer ends with no work."""

@@ -149,6 +149,23 @@ def cmd_status(args, settings) -> int:
     return 0
 
 
+def cmd_check(args, settings) -> int:
+    from db.check import Facts
+    from domain.invariants import check
+
+    store = open_store(settings)
+    report = check(Facts(store.db))
+    if args.json:
+        _print_json(report.as_json())
+    else:
+        for violation in report.violations:
+            print(violation.line())
+        states = ", ".join(f"{count} {state}" for state, count in report.counts.items())
+        print(f"{sum(report.counts.values())} records ({states}); "
+              f"{len(report.violations)} violation(s)" + ("" if report.violations else ": sound"))
+    return 0 if report.sound else 1
+
+
 def cmd_resume(args, settings) -> int:
     return resume_command(args.id, settings)
 
@@ -289,6 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="counts per stage, halted, waiting, oldest eligible age")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("check", help="verify INV-1 over the whole database; exit 1 with a line per violation")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("resume", help="return a halted record to work from its stage")
     p.add_argument("id", type=_record_id)

@@ -23,6 +23,8 @@ from db import Store
 from domain.card import card, links
 from transcriber.config import Settings
 from transcriber.intake import IntakeError, TooLarge, accept_file, size_limit_message
+from web.health import DatabaseProbe
+from web import pages
 
 COPY_BYTES = 1 << 20
 
@@ -69,6 +71,7 @@ class RefuseOversized:
 def create_app(store: Store, settings: Settings) -> FastAPI:
     app = FastAPIOffline(title="Transcriber", version="0.1.0",
                          description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
+    pages.mount(app, store, settings)  # the owner's page at / and the panel at /admin
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, error: ApiError):
@@ -121,11 +124,17 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
             raise ApiError(404, *NOT_FOUND)
         return card(row)
 
+    database_probe = DatabaseProbe(store.db)
+
     @app.get("/healthz", tags=["service"])
     def healthz():
-        reachable = store.db.ping()
-        return JSONResponse({"status": "ok" if reachable else "degraded", "database": reachable},
-                            status_code=200 if reachable else 503)
+        """200 `{status: ok, database: true}`, or within about 2 s whatever the database does,
+        503 `{status: degraded, database: false, error: database_unavailable, message}`."""
+        if database_probe.check():
+            return JSONResponse({"status": "ok", "database": True})
+        return JSONResponse({"status": "degraded", "database": False, "error": "database_unavailable",
+                             "message": f"the database did not answer within {database_probe.timeout:g}s"},
+                            status_code=503)
 
     @app.post("/records", status_code=201, tags=["records"])
     def upload(who: Owner, file: UploadFile = File(...), title: str = Form(default="", max_length=500),
@@ -191,5 +200,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     app.include_router(owner_api.router(store, owner, record_id))
     from web import admin, operators  # the operator's panel API, behind operator tokens
     app.include_router(admin.router(store, operators.bearer_operator(store), record_id))
+    from web import openai_compat  # POST /v1/audio/transcriptions in OpenAI's shape
+    app.include_router(openai_compat.router(store, settings, owner))
     return app
 

@@ -133,6 +133,13 @@ WITH saved AS (
 )
 SELECT id FROM saved;
 
+-- name: checkpoint_refusal
+-- Why a checkpoint was refused: whether the claim is still the writer's own (then its window did
+-- not start where the last checkpoint ended), and where the last checkpoint stands.
+SELECT claim_token IS NOT DISTINCT FROM %(token)s::bigint AND halted_at IS NULL AS still_held,
+       recognized_seconds
+FROM records WHERE id = %(id)s;
+
 -- name: journal_refusal
 -- A stale holder fenced out: its write took no effect, and the journal says so.
 INSERT INTO events (record_id, origin, kind, stage, detail)

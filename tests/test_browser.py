@@ -1,0 +1,188 @@
+"""The owner's page and the panel in a real headless Chromium, against a live server with real
+workers and PostgreSQL (issue 9 tests).
+
+Debian's `chromium` is driven by Playwright for Python (`executable_path`; no browser is ever
+downloaded). Where no Chromium is installed the tests are skipped with that reason. Every request
+the browser makes is recorded and must go to 127.0.0.1. With TRANSCRIBER_SCREENSHOTS=docs/screenshots
+the screenshots shown in the README are written again.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from conftest import ROOT
+from test_http import make_api  # noqa: F401  (fixture)
+
+SAMPLE = ROOT / "transcriber" / "samples" / "hello.ogg"
+CHROMIUM = next((path for path in (os.environ.get("TRANSCRIBER_CHROMIUM"), "/usr/bin/chromium",
+                                   shutil.which("chromium"), shutil.which("chromium-browser")) if path
+                 and Path(path).exists()), None)
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get install "
+                                                         "chromium; .ci/run installs it)")
+WAIT_MS = 180_000
+
+
+@pytest.fixture
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM,
+                                              args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def shots(tmp_path):
+    """Where screenshots go: the README's folder when asked for, else the test's own."""
+    folder = Path(os.environ.get("TRANSCRIBER_SCREENSHOTS") or tmp_path / "shots")
+    folder = folder if folder.is_absolute() else ROOT / folder
+    folder.mkdir(parents=True, exist_ok=True)
+    return lambda page, name: page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+class Watched:
+    """Browser contexts whose every request is recorded, to prove nothing leaves 127.0.0.1."""
+
+    def __init__(self, browser, base: str):
+        self.browser, self.base, self.urls = browser, base, []
+
+    def context(self, locale: str = "en-US"):
+        context = self.browser.new_context(locale=locale, accept_downloads=True,
+                                           viewport={"width": 1200, "height": 800})
+        context.on("request", lambda request: self.urls.append(request.url))
+        context.set_default_timeout(60_000)
+        return context
+
+    def signed_in(self, token: str, path: str = "/", locale: str = "en-US"):
+        page = self.context(locale).new_page()
+        page.goto(self.base + path)
+        page.fill("#token", token)
+        page.click("#sign-in button[type=submit]")
+        return page
+
+    def assert_all_local(self):
+        assert self.urls
+        for url in self.urls:
+            parsed = urlparse(url)
+            assert parsed.scheme in ("data", "blob") or parsed.hostname == "127.0.0.1", url
+
+
+def base_of(api) -> str:
+    return str(api.http.base_url).rstrip("/")
+
+
+DROP = """([name, text]) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([text], name, {type: "text/plain"}));
+    const zone = document.getElementById("drop-zone");
+    for (const kind of ["dragenter", "dragover", "drop"])
+        zone.dispatchEvent(new DragEvent(kind, {dataTransfer: transfer, bubbles: true, cancelable: true}));
+}"""
+
+STAGES_SEEN = """() => {
+    window.stagesSeen = [];
+    window.notReloaded = true;
+    new MutationObserver(() => {
+        for (const row of document.querySelectorAll("tr.record"))
+            window.stagesSeen.push(row.dataset.stage);
+    }).observe(document.getElementById("records"), {subtree: true, childList: true, attributes: true});
+}"""
+
+
+def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shots):
+    """issue 9 §1 and tests: sign in (a wrong token refused), upload a real recording (picker) and
+    a refused file (drag and drop, the API's reason beside its name), watch it reach done live
+    without a reload, play from a segment, download srt, edit title and topics; another owner
+    sees none of it; the Russian page and the switch; delete with confirmation; no request
+    leaves 127.0.0.1."""
+    api = make_api()
+    api.start_workers()
+    dana, erin = api.token("dana"), api.token("erin")
+    watched = Watched(browser, base_of(api))
+
+    first = watched.context().new_page()
+    first.goto(watched.base + "/")
+    shots(first, "sign-in")
+    first.fill("#token", "wrong")
+    first.click("#sign-in button[type=submit]")
+    first.wait_for_selector(".error")
+    first.context.close()
+
+    page = watched.signed_in(dana)
+    page.wait_for_selector("#no-records")
+    page.evaluate(STAGES_SEEN)
+    page.set_input_files("#file-picker", str(SAMPLE))
+    page.evaluate(DROP, ["notes.txt", "these are not sounds"])
+    refused = page.wait_for_selector(".upload.refused")
+    assert refused.get_attribute("data-name") == "notes.txt"
+    assert "not decodable audio" in refused.inner_text()
+    page.wait_for_selector(".upload.accepted")
+    record_id = api.store.list_card_rows(api.store.owner_by_name("dana")["id"], 10, 0)[0][0]["id"]
+    page.wait_for_selector(f"#record-{record_id}[data-stage=done]", timeout=WAIT_MS)
+    assert page.evaluate("window.notReloaded") is True  # it came live, not by a reload
+    seen = page.evaluate("window.stagesSeen")
+    assert seen[-1] == "done" and seen.index("done") > 0, seen  # an earlier stage was shown first
+    shots(page, "records")
+
+    page.click(f"#record-{record_id} a.title")
+    page.wait_for_url(f"**/view/{record_id}")
+    segment = page.wait_for_selector(".segment", timeout=WAIT_MS)
+    start = float(segment.get_attribute("data-start"))
+    page.wait_for_function("() => document.getElementById('player').readyState >= 1")
+    page.evaluate("() => { const p = document.getElementById('player'); p.currentTime = p.duration - 0.05; }")
+    segment.query_selector("button.time").click()
+    page.wait_for_function(f"() => {{ const p = document.getElementById('player');"
+                           f" return !p.paused && p.currentTime >= {start} && p.currentTime < {start} + 1.5; }}")
+    page.evaluate("() => document.getElementById('player').pause()")
+    shots(page, "record")
+
+    with page.expect_download() as download:
+        page.click("#download-srt")
+    srt = Path(download.value.path()).read_text(encoding="utf-8")
+    assert srt.startswith("1\n") and " --> " in srt
+
+    page.fill("#edit-title", "Greeting")
+    page.fill("#edit-topics", "hello, test")
+    page.click("#edit button[type=submit]")
+    page.wait_for_selector("#save-status:has-text('Saved.')")
+    assert page.inner_text("#record-title") == "Greeting"
+    assert api.card(dana, record_id)["topics"] == ["hello", "test"]
+
+    other = watched.signed_in(erin)
+    other.wait_for_selector("#no-records")
+    other.goto(watched.base + f"/view/{record_id}")
+    other.wait_for_selector("#not-found")
+    assert other.request.get(watched.base + f"/records/{record_id}").status == 404
+    assert other.request.get(watched.base + f"/records/{record_id}/audio").status == 404
+
+    russian = watched.signed_in(dana, locale="ru-RU")
+    russian.wait_for_selector(f"#record-{record_id}")
+    assert russian.get_attribute("html", "lang") == "ru"
+    assert "Название" in russian.inner_text("#records") and "готово" in russian.inner_text(f"#record-{record_id}")
+    russian.click("button[data-lang=en]")
+    russian.wait_for_selector("html[lang=en]")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete")
+    page.wait_for_url(watched.base + "/")
+    page.wait_for_selector("#no-records")
+    assert api.http.get(f"/records/{record_id}", headers=api.auth(dana)).status_code == 404
+
+    watched.assert_all_local()
+
+
+def test_docs_render_offline(make_api, browser, shots):
+    """issue 9 §5: /docs renders Swagger UI in the browser with no request beyond 127.0.0.1."""
+    api = make_api()
+    watched = Watched(browser, base_of(api))
+    page = watched.context().new_page()
+    page.goto(watched.base + "/docs")
+    page.wait_for_selector(".swagger-ui .opblock", timeout=60_000)
+    shots(page, "docs")
+    watched.assert_all_local()
