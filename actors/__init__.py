@@ -44,6 +44,10 @@ class ListenForWakeups(Middleware):
     def after_worker_boot(self, broker, worker):
         from actors.wakeups import Wakeups
 
+        if settings.metrics_port is not None:
+            from transcriber.metrics import serve_worker_metrics
+
+            serve_worker_metrics(settings.metrics_port)
         try:
             url = store().db.url
         except Exception as error:  # the database is away: runs find out; the tick still wakes them

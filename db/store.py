@@ -383,6 +383,10 @@ class Store(WebStore):
         with self.db.connection() as conn:
             return conn.execute(query("status")).fetchall()
 
+    def queue_counts(self) -> list[dict]:
+        with self.db.connection() as conn:
+            return conn.execute(query("queue_counts")).fetchall()
+
 
 @functools.lru_cache(maxsize=32)
 def _save_statement(names: tuple[str, ...]) -> str:

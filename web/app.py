@@ -126,6 +126,16 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
 
     database_probe = DatabaseProbe(store.db)
 
+    @app.get("/metrics", tags=["service"], response_class=Response,
+             responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+    def prometheus_metrics():
+        """Prometheus metrics: records per stage, halted by reason, waiting out a pause (read from
+        the database now), and this process's claims, saves, refused writes, step durations and
+        recognition real-time factor. No token needed, like /healthz: counts only, nothing private."""
+        from transcriber import metrics
+
+        return Response(metrics.exposition(store), media_type=metrics.CONTENT_TYPE)
+
     @app.get("/healthz", tags=["service"])
     def healthz():
         """200 `{status: ok, database: true}`, or within about 2 s whatever the database does,

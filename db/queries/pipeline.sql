@@ -196,3 +196,12 @@ WITH released AS (
     FROM released
 )
 SELECT id FROM released;
+
+-- name: queue_counts
+-- For the metrics: records per stage and halt reason (NULL: not halted), and how many of the
+-- unhalted ones wait out a retry pause.
+SELECT stage, halt_reason AS reason, count(*) AS records,
+       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
+FROM records
+GROUP BY stage, halt_reason
+ORDER BY stage, halt_reason;
