@@ -31,3 +31,7 @@ SELECT pg_relation_size('records_claimable') AS claimable_bytes,
 
 -- name: bench_xact_count
 SELECT xact_commit + xact_rollback AS transactions FROM pg_stat_database WHERE datname = current_database();
+
+-- name: bench_backends
+-- The server processes serving this database's connections (their CPU is the pipeline's too).
+SELECT pid FROM pg_stat_activity WHERE datname = current_database();
