@@ -21,8 +21,12 @@ CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE availa
 -- A record merely claimed, renewed or edited wakes nobody; a lease running out is the tick's.
 CREATE FUNCTION records_wake_up() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    wait double precision := extract(epoch FROM NEW.available_at - clock_timestamp());
+    wait double precision;
 BEGIN
+    IF NOT isfinite(NEW.available_at) THEN
+        RETURN NULL;  -- a pause without end: nothing will ever be due
+    END IF;
+    wait := extract(epoch FROM NEW.available_at - clock_timestamp());
     PERFORM pg_notify('transcriber_wakeups',
                       CASE WHEN wait > 0 THEN NEW.stage || ' ' || round(wait::numeric, 3) ELSE NEW.stage END);
     RETURN NULL;
