@@ -110,6 +110,9 @@ def _run_once(store: Store, settings: Settings, step: Step, stop: threading.Even
         return NO_WORK
     log = logger.bind(record_id=claim.record_id, stage=step.source)
     record = store.read_record(claim.record_id)
+    if record is None:  # deleted by its owner right after the claim: nothing to work, nothing to save
+        log.info("record {} was deleted; nothing to do", claim.record_id)
+        return Outcome.REFUSED
     spec = STEPS[step]
     try:
         with Heartbeat(store, claim, policy, stop) as beat:

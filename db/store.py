@@ -60,7 +60,8 @@ class Store(WebStore):
     def claim(self, step: Step, policy: StepPolicy) -> Claim | NoWork:
         """Claim the oldest eligible record of the step's stage, or report no work (P1, P2).
 
-        A record found past its stage's time limit is halted here, by its claimer (P4, P5), and
+        A record found past its stage's time limit, or whose leases ran out too often (its
+        worker died or hung each time: issue 8 §2), is halted here, by its claimer (P4, P5), and
         the search goes on.
         """
         params = {
@@ -74,16 +75,19 @@ class Store(WebStore):
                 if row is None:
                     return NO_WORK
                 claim = Claim(row["id"], row["claim_token"], step)
-                if row["overdue"]:
-                    error = f"stayed in stage {step.source} longer than {policy.time_limit_seconds:g}s"
-                    self._halt(conn, claim, HaltReason.STAGE_TIME_LIMIT, error, 0)
-            if not row["overdue"]:
+                halt = _claim_halt(row, step, policy)
+                if halt is not None:
+                    self._halt(conn, claim, *halt, 0)
+            if halt is None:
                 # the journal has every claim; the log shows them at DEBUG (nothing to format else)
-                _record_log(claim.record_id, step.source, "claimed").debug(
-                    "record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds
-                )
+                log = _record_log(claim.record_id, step.source, "claimed")
+                log.debug("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds)
+                if row["lost_leases"]:
+                    log.warning("record {}: {} earlier claim(s) for {} ran out of lease with nothing written "
+                                "(worker lost); it is halted at {}", claim.record_id, row["lost_leases"], step,
+                                policy.max_lost_leases)
                 return claim
-            self._log_halt(claim, step.source, HaltReason.STAGE_TIME_LIMIT, error)
+            self._log_halt(claim, step.source, *halt)
 
     def read_record(self, record_id: int) -> dict | None:
         with self.db.connection() as conn:
@@ -395,6 +399,17 @@ def _save_statement(names: tuple[str, ...]) -> str:
         sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(f"f_{name}")) for name in names
     )
     return sql.SQL(template("save_result")).format(owned=owned).as_string()
+
+
+def _claim_halt(row: dict, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:
+    """Why a record just claimed must be halted by its claimer instead of worked, if it must."""
+    if row["overdue"]:
+        return HaltReason.STAGE_TIME_LIMIT, f"stayed in stage {step.source} longer than {policy.time_limit_seconds:g}s"
+    if policy.worker_lost(row["lost_leases"]):
+        return HaltReason.WORKER_LOST, (
+            f"{row['lost_leases']} claims for {step} ran out of lease with nothing written: its worker died or "
+            f"hung each time (TRANSCRIBER_MAX_LOST_LEASES={policy.max_lost_leases})")
+    return None
 
 
 def _adapt(value: object) -> object:

@@ -186,3 +186,59 @@ def test_docs_render_offline(make_api, browser, shots):
     page.wait_for_selector(".swagger-ui .opblock", timeout=60_000)
     shots(page, "docs")
     watched.assert_all_local()
+
+
+def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shots, db):
+    """issue 9 §3 and tests: the owner's list shows the halt reason in plain words; an operator
+    (not an owner's token) signs in to /admin, sees the figures and the halted record with its
+    owner, reason, error, stage and age, reads its journal, presses Resume; the owner's live
+    list shows it back at work and then done; the journal has `resumed` by the operator, origin
+    human; no request leaves 127.0.0.1."""
+    api = make_api(max_attempts=1, backoff_seconds=0)
+    dana = api.token("dana")
+    olga = api.store.add_operator("olga")
+    record_id = api.upload(dana, SAMPLE).json()["id"]
+    with db.transaction() as conn:  # storage loses the original for a while: the conversion fails
+        kept = conn.execute("SELECT blob_id, seq, data FROM blob_chunks").fetchall()
+        conn.execute("DELETE FROM blob_chunks")
+    api.start_workers()
+    api.wait(dana, record_id, lambda c: c["halt"] is not None, 120)
+    watched = Watched(browser, base_of(api))
+
+    owner_page = watched.signed_in(dana)
+    row = owner_page.wait_for_selector(f"#record-{record_id}[data-halted=attempts_exhausted]")
+    assert "it failed too many times in a row" in row.inner_text()
+    owner_page.evaluate("window.notReloaded = true")
+    shots(owner_page, "records-halted")
+
+    refused = watched.signed_in(dana, "/admin")  # an owner's token does not open the panel
+    refused.wait_for_selector(".error")
+    assert refused.url.endswith("/admin/session")
+
+    panel = watched.signed_in(olga, "/admin")
+    halted = panel.wait_for_selector(f"#halted-{record_id}")
+    text = halted.inner_text()
+    assert "dana" in text and "it failed too many times in a row" in text and "missing from storage" in text
+    panel.wait_for_selector("#totals [data-figure=halted] .value:has-text('1')")
+    shots(panel, "panel")
+
+    panel.click(f"#halted-{record_id} a")
+    panel.wait_for_url(f"**/admin/record/{record_id}")
+    panel.wait_for_selector("#journal tr.event[data-kind=halted]")
+    shots(panel, "panel-journal")
+
+    with db.transaction() as conn:  # the storage is mended; now a resume can succeed
+        for chunk in kept:
+            conn.execute("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (%(blob_id)s, %(seq)s, %(data)s)", chunk)
+    panel.click(f"button.resume[data-record='{record_id}']")
+    panel.wait_for_selector(".resume-status:has-text('Resumed.')")
+    panel.wait_for_selector("#journal tr.event[data-kind=resumed]")
+
+    owner_page.wait_for_selector(f"#record-{record_id}:not([data-halted])")
+    owner_page.wait_for_selector(f"#record-{record_id}[data-stage=done]", timeout=WAIT_MS)
+    assert owner_page.evaluate("window.notReloaded") is True
+    resumed = [e for e in api.store.events(record_id) if e["kind"] == "resumed"]
+    assert resumed and resumed[-1]["origin"] == "human" and "olga" in str(resumed[-1]["detail"])
+    panel.goto(watched.base + "/admin")
+    panel.wait_for_selector("#no-halted")
+    watched.assert_all_local()

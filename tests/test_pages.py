@@ -96,7 +96,7 @@ def test_every_string_in_both_languages():
     assert set(english) == set(russian)
     used = set()
     for script in (ROOT / "web" / "static").glob("*.js"):
-        used |= set(re.findall(r'\bt\("([a-z_]+)"', script.read_text(encoding="utf-8")))
+        used |= set(re.findall(r'\bt\("([a-z_]+)"\s*[,)]', script.read_text(encoding="utf-8")))
     used |= set(re.findall(r's\["([a-z_]+)"\]', (ROOT / "web" / "pages.py").read_text(encoding="utf-8")))
     assert used and used <= set(english), used - set(english)
 

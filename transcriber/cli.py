@@ -128,8 +128,10 @@ def cmd_card(args, settings) -> int:
 
 def cmd_events(args, settings) -> int:
     store = open_store(settings)
-    _card_or_fail(store, args.id)
-    for event in store.events(args.id):
+    events = store.events(args.id)
+    if not events:  # an erased record still has its `deleted` line
+        _card_or_fail(store, args.id)
+    for event in events:
         _print_json({**event, "at": event["at"].isoformat()})
     return 0
 
@@ -184,8 +186,10 @@ def resume_command(record_id: int, settings) -> int:
 def cmd_operator_add(args, settings) -> int:
     from db.web import DuplicateOperator
 
-    if not args.name.strip():
-        raise UserError("an operator's name may not be empty")
+    try:
+        check_name(args.name)  # the same rule as owners' names
+    except InvalidOwnerName as error:
+        raise UserError(str(error).replace("an owner name", "an operator name")) from None
     try:
         token = open_store(settings).add_operator(args.name)
     except DuplicateOperator as error:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from audio.decode import UndecodableAudio, probe
+from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
 from transcriber.config import Settings
 
@@ -32,6 +32,16 @@ class TooLarge(IntakeError):
 class NotAudio(IntakeError):
     status = 415
     code = "not_audio"
+
+
+class AudioTooLong(IntakeError):
+    status = 413
+    code = "audio_too_long"
+
+
+class UnsupportedAudio(IntakeError):
+    status = 415
+    code = "unsupported_audio"
 
 
 class UnknownOwner(IntakeError):
@@ -82,7 +92,11 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     if size > settings.max_upload_bytes:
         raise TooLarge(f"{size_limit_message(settings)}: {name}")
     try:
-        probe(path)
+        probe(path, max_seconds=settings.max_audio_seconds)
+    except TooLong as error:
+        raise AudioTooLong(f"audio too long: {name}: {error}") from None
+    except UnsupportedStream as error:
+        raise UnsupportedAudio(f"unsupported audio: {name}: {error}") from None
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
     return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name, language=language)

@@ -189,7 +189,7 @@ function recordView(root, id) {
     replace(heading, titleOf(card));
     document.title = titleOf(card) + " · " + t("app");
     replace(state, el("span", { class: "stage", id: "record-stage", "data-stage": card.stage }, stageText(card.stage)),
-      " · ", stateOf(card), " · ", progressOf(card),
+      card.stage === "done" ? null : [" · ", stateOf(card)], " · ", progressOf(card),
       card.attempts ? " · " + t("failures", { count: card.attempts }) : "",
       card.halt ? el("p", { class: "muted" }, t("halted_note")) : null);
     const fact = (label, value) => [el("dt", {}, label), el("dd", {}, value)];
