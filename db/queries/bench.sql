@@ -35,3 +35,10 @@ SELECT xact_commit + xact_rollback AS transactions FROM pg_stat_database WHERE d
 -- name: bench_backends
 -- The server processes serving this database's connections (their CPU is the pipeline's too).
 SELECT pid FROM pg_stat_activity WHERE datname = current_database();
+
+-- name: bench_generic_plans
+-- Plan as a worker's prepared statement is planned: once, whatever its parameters.
+SET plan_cache_mode = force_generic_plan;
+
+-- name: bench_explain
+EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement};
