@@ -77,9 +77,10 @@ def base_of(api) -> str:
     return str(api.http.base_url).rstrip("/")
 
 
-DROP = """([name, text]) => {
+DROP = """(files) => {
     const transfer = new DataTransfer();
-    transfer.items.add(new File([text], name, {type: "text/plain"}));
+    for (const [name, size] of files)
+        transfer.items.add(new File([new Uint8Array(size).fill(120)], name, {type: "application/octet-stream"}));
     const zone = document.getElementById("drop-zone");
     for (const kind of ["dragenter", "dragover", "drop"])
         zone.dispatchEvent(new DragEvent(kind, {dataTransfer: transfer, bubbles: true, cancelable: true}));
@@ -118,11 +119,13 @@ def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shot
     page.wait_for_selector("#no-records")
     page.evaluate(STAGES_SEEN)
     page.set_input_files("#file-picker", str(SAMPLE))
-    page.evaluate(DROP, ["notes.txt", "these are not sounds"])
-    refused = page.wait_for_selector(".upload.refused")
-    assert refused.get_attribute("data-name") == "notes.txt"
+    page.evaluate(DROP, [["notes.txt", 300], ["empty.ogg", 0]])
+    refused = page.wait_for_selector(".upload.refused[data-name='notes.txt']")
     assert "not decodable audio" in refused.inner_text()
-    page.wait_for_selector(".upload.accepted")
+    assert page.wait_for_selector(".upload.refused[data-name='empty.ogg'] .status").inner_text().startswith("refused: ")
+    accepted = page.wait_for_selector(".upload.accepted")
+    assert accepted.get_attribute("data-name") == "hello.ogg"
+    assert accepted.eval_on_selector("progress", "bar => bar.value") == 100
     record_id = api.store.list_card_rows(api.store.owner_by_name("dana")["id"], 10, 0)[0][0]["id"]
     page.wait_for_selector(f"#record-{record_id}[data-stage=done]", timeout=WAIT_MS)
     assert page.evaluate("window.notReloaded") is True  # it came live, not by a reload
@@ -213,6 +216,7 @@ def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shot
 
     refused = watched.signed_in(dana, "/admin")  # an owner's token does not open the panel
     refused.wait_for_selector(".error")
+    shots(refused, "panel-sign-in")
     assert refused.url.endswith("/admin/session")
 
     panel = watched.signed_in(olga, "/admin")
@@ -241,4 +245,30 @@ def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shot
     assert resumed and resumed[-1]["origin"] == "human" and "olga" in str(resumed[-1]["detail"])
     panel.goto(watched.base + "/admin")
     panel.wait_for_selector("#no-halted")
+    watched.assert_all_local()
+
+
+def test_records_in_pages_and_an_oversized_upload(make_api, browser, store):
+    """issue 9 §1: the list is newest first in pages of 20 (Older / Newer), and a file over
+    TRANSCRIBER_MAX_UPLOAD_MB shows the API's too-large reason beside its name."""
+    from conftest import add_record
+
+    api = make_api(max_upload_mb=1)
+    token = api.token("dana")
+    watched = Watched(browser, base_of(api))
+    page = watched.signed_in(token)
+    page.wait_for_selector("#no-records")
+    for i in range(25):  # they appear without a reload
+        add_record(store, store.owner_by_name("dana"), title=f"talk {i}")
+    page.wait_for_selector("tr.record >> nth=19")
+    titles = page.eval_on_selector_all("tr.record a.title", "links => links.map(a => a.textContent)")
+    assert titles == [f"talk {i}" for i in range(24, 4, -1)]
+    page.click("#older")
+    page.wait_for_selector("tr.record a.title:has-text('talk 0')")
+    assert page.eval_on_selector_all("tr.record", "rows => rows.length") == 5
+    page.click("#newer")
+    page.wait_for_selector("tr.record a.title:has-text('talk 24')")
+    page.evaluate(DROP, [["long.ogg", 2 * 1024 * 1024]])
+    too_large = page.wait_for_selector(".upload.refused[data-name='long.ogg'] .status")
+    assert "larger than the limit of 1 MB" in too_large.inner_text(), too_large.inner_text()
     watched.assert_all_local()

@@ -30,12 +30,11 @@ def _print_json(value: object) -> None:
 
 
 def _record_id(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a record id is a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"a record id is positive, got {text!r}")
+    from transcriber.inputs import record_id
+
+    value = record_id(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"a record id is a positive whole number in ASCII digits, got {text!r}")
     return value
 
 

@@ -7,6 +7,7 @@ from typing import Iterator
 
 from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
+from transcriber import inputs
 from transcriber.config import Settings
 
 READ_BYTES = 1 << 20
@@ -52,6 +53,18 @@ class BadLanguage(IntakeError):
     code = "bad_language"
 
 
+class BadText(IntakeError):
+    code = "bad_text"
+
+
+def checked_text(field: str, value: str) -> str:
+    """`value` if the database can store it as the record's `field`; BadText otherwise."""
+    problem = inputs.text_problem(value)
+    if problem:
+        raise BadText(f"the {field} {problem}")
+    return value
+
+
 def checked_language(settings: Settings, language: str | None) -> str | None:
     """The language asked for with an upload, checked against what the engine can do; None when
     none was asked for (the service's default applies)."""
@@ -84,7 +97,8 @@ def _read(path: Path) -> Iterator[bytes]:
 def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
                 source_name: str | None = None, language: str | None = None) -> int:
     """Check the file at `path` holds decodable audio and accept it; return the record id."""
-    name = source_name or path.name
+    name = inputs.source_name(source_name or path.name)
+    title = checked_text("title", title)
     language = checked_language(settings, language)
     size = path.stat().st_size
     if size == 0:
@@ -107,7 +121,7 @@ def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, tit
     """Accept the file at `path` for the owner called `owner`; return the new record's id."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
-    found = store.owner_by_name(owner)
+    found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
     return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language)

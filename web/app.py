@@ -15,12 +15,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audio.formats import FORMATS, MEDIA_TYPES, render
 from db import Store
 from domain.card import card, links
+from transcriber import inputs
 from transcriber.config import Settings
 from transcriber.intake import IntakeError, TooLarge, accept_file, size_limit_message
 from web.health import DatabaseProbe
@@ -43,31 +43,6 @@ def _error(status: int, code: str, message: str, **extra) -> JSONResponse:
 NOT_FOUND = ("not_found", "no such record")
 
 
-class Edit(BaseModel):
-    """The owner's edit: these three fields only; anything else is refused (422)."""
-
-    model_config = ConfigDict(extra="forbid")
-    title: str | None = Field(default=None, max_length=500)
-    summary: str | None = Field(default=None, max_length=20_000)
-    topics: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
-
-
-class RefuseOversized:
-    """A declared body over the limit is refused before it is read. Plain ASGI: a request that
-    is not refused passes straight through, without a task or a stream around it."""
-
-    def __init__(self, app, settings: Settings):
-        self.app, self.settings = app, settings
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "POST":
-            length = dict(scope["headers"]).get(b"content-length", b"")
-            if length.isdigit() and int(length) > self.settings.max_upload_bytes + 64 * 1024:
-                response = _error(413, TooLarge.code, size_limit_message(self.settings))
-                return await response(scope, receive, send)
-        await self.app(scope, receive, send)
-
-
 def create_app(store: Store, settings: Settings) -> FastAPI:
     app = FastAPIOffline(title="Transcriber", version="0.1.0",
                          description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
@@ -79,7 +54,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        code = {404: "not_found", 405: "method_not_allowed", 413: TooLarge.code}.get(error.status_code, "http_error")
         return _error(error.status_code, code, str(error.detail))
 
     @app.exception_handler(RequestValidationError)
@@ -93,7 +68,9 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                                           type(error).__name__)
         return _error(500, "internal", "internal error")
 
-    app.add_middleware(RefuseOversized, settings=settings)
+    # a body over the limit (the file plus room for the form around it) is refused as it comes
+    app.add_middleware(inputs.BodyLimit, limit=settings.max_upload_bytes + 64 * 1024,
+                       message=size_limit_message(settings), code=TooLarge.code)
 
     def bearer(request: Request) -> str | None:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -114,9 +91,10 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     Owner = Annotated[dict, Depends(owner)]
 
     def record_id(raw: str) -> int:
-        if not raw.isdigit() or len(raw) > 18:
+        found = inputs.record_id(raw)
+        if found is None:
             raise ApiError(404, *NOT_FOUND)
-        return int(raw)
+        return found
 
     def own_card(raw_id: str, who: dict) -> dict:
         row = store.card_row(record_id(raw_id), who["id"])
@@ -147,10 +125,10 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                             status_code=503)
 
     @app.post("/records", status_code=201, tags=["records"])
-    def upload(who: Owner, file: UploadFile = File(...), title: str = Form(default="", max_length=500),
+    def upload(who: Owner, file: UploadFile = File(...), title: Annotated[inputs.Title, Form()] = "",
                language: str | None = Form(default=None, max_length=10)):
         """Accept a recording: stored whole with its record, or refused with nothing stored."""
-        name = Path(file.filename or "upload").name[:200]
+        name = inputs.source_name(file.filename)
         with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
             path = Path(folder) / "upload"
             with path.open("wb") as out:
@@ -165,7 +143,8 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                             status_code=201, headers={"Location": addresses["self"]})
 
     @app.get("/records", tags=["records"])
-    def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=200), offset: int = Query(default=0, ge=0)):
+    def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),
+                     offset: int = Query(default=0, ge=0, le=inputs.MAX_OFFSET)):
         """The caller's records, newest first."""
         rows, total = store.list_card_rows(who["id"], limit, offset)
         following = offset + len(rows)
@@ -175,18 +154,18 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     @app.get("/records/{raw_id}", tags=["records"])
     def get_card(raw_id: str, request: Request):
         """The card: stage reached, halt flag with its reason, attempts, pause, progress, links."""
-        token = bearer(request)
-        if token is None or not raw_id.isdigit() or len(raw_id) > 18:
+        token, found_id = bearer(request), inputs.record_id(raw_id)
+        if token is None or found_id is None:
             return own_card(raw_id, owner(request))  # refused as any other request is
         # the owner and the card in one round trip; the token is checked by the same statement
-        who, row = store.owner_and_card_row(token, int(raw_id))
+        who, row = store.owner_and_card_row(token, found_id)
         admitted(who)
         if row is None:
             raise ApiError(404, *NOT_FOUND)
         return JSONResponse(card(row))  # already plain JSON values: no encoder pass over it
 
     @app.patch("/records/{raw_id}", tags=["records"])
-    def edit(raw_id: str, changes: Edit, who: Owner):
+    def edit(raw_id: str, changes: inputs.Edit, who: Owner):
         """The owner's edit of title, summary and topics; the pipeline never writes these."""
         if not store.edit(record_id(raw_id), who["id"], title=changes.title, summary=changes.summary,
                           topics=changes.topics):
