@@ -115,10 +115,10 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         return Response(metrics.exposition(store), media_type=metrics.CONTENT_TYPE)
 
     @app.get("/healthz", tags=["service"])
-    def healthz():
+    async def healthz():
         """200 `{status: ok, database: true}`, or within about 2 s whatever the database does,
         503 `{status: degraded, database: false, error: database_unavailable, message}`."""
-        if database_probe.check():
+        if await database_probe.check():
             return JSONResponse({"status": "ok", "database": True})
         return JSONResponse({"status": "degraded", "database": False, "error": "database_unavailable",
                              "message": f"the database did not answer within {database_probe.timeout:g}s"},
