@@ -8,7 +8,10 @@ bench/results/claims.json.
 One cycle is what a worker does around its step: claim a record, read it, save the result —
 `Store.claim`, `Store.read_record`, `Store.save_result` for the service; for bare psycopg, one
 autocommit connection per claimer thread executing the same three statements (the same SQL
-text, the same parameters). Each figure is the median of R runs; the two sides alternate within
+text, the same parameters); for procrastinate (when installed: `pip install .[bench]`), its own
+worker (`run_worker_async(concurrency=N, wait=False)`: fetch a job, run a task that does
+nothing, finish the job) over N jobs deferred beforehand, in its own tables in the same scratch
+database. Each figure is the median of R runs; the two sides alternate within
 every run, so a noisy neighbour weighs on both. CPU is this process's CPU per cycle (the
 database server's is not in it).
 
@@ -92,6 +95,51 @@ def bare_cycles(url: str) -> None:
             assert saved is not None
 
 
+def procrastinate_side(url: str):
+    """A procrastinate app on its own schema (applied once), or None when it is not installed."""
+    try:
+        import procrastinate
+    except ImportError:
+        return None
+    import asyncio
+    import logging
+
+    logging.getLogger("procrastinate").setLevel(logging.ERROR)  # its advice on where apps live
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+        conninfo=url, min_size=1, max_size=max(CLAIMERS) + 2))
+
+    @app.task(name="step")
+    async def step(record: int) -> None:  # the job's body: nothing, like the cycle's step
+        return None
+
+    async def apply_schema():
+        async with app.open_async():
+            await app.schema_manager.apply_schema_async()
+
+    asyncio.run(apply_schema())
+    return app, step
+
+
+def procrastinate_cycles(side, claimers: int, records: int) -> tuple[float, float]:
+    """Defer `records` jobs (not timed, like the fill), then time one worker of `claimers`
+    concurrent jobs fetching and finishing them all; cycles per second and CPU us per cycle."""
+    import asyncio
+
+    app, step = side
+
+    async def run() -> tuple[float, float]:
+        async with app.open_async():
+            for first in range(0, records, 500):
+                await step.batch_defer_async(*({"record": n} for n in range(first, min(first + 500, records))))
+            cpu, started = time.process_time(), time.perf_counter()
+            await app.run_worker_async(concurrency=claimers, wait=False, install_signal_handlers=False,
+                                       listen_notify=False)
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        return records / seconds, cpu / records * 1e6
+
+    return asyncio.run(run())
+
+
 def measure(db: Database, store: Store, url: str, side: str, claimers: int, owner: int, blob: int,
             records: int) -> tuple[float, float]:
     """Cycles per second and client CPU microseconds per cycle of one run."""
@@ -127,24 +175,39 @@ def main() -> None:
         store.add_owner("bench")
         owner = store.owner_by_name("bench")["id"]
         blob, _ = store.store_blob([b"x"], "application/octet-stream")
+        other = procrastinate_side(url)
         for run in range(args.runs):
             for claimers in CLAIMERS:
                 sides = ("bare", "service") if run % 2 == 0 else ("service", "bare")
                 for side in sides:
                     results.setdefault((side, claimers), []).append(
                         measure(db, store, url, side, claimers, owner, blob, args.records))
+                if other is not None:
+                    results.setdefault(("procrastinate", claimers), []).append(
+                        procrastinate_cycles(other, claimers, args.records))
     rows = []
     for claimers in CLAIMERS:
         bare = [r[0] for r in results[("bare", claimers)]]
         service = [r[0] for r in results[("service", claimers)]]
         ratios = [s / b for s, b in zip(service, bare)]
-        rows.append([claimers, round(median(bare)), round(median(service)), round(median(ratios), 2),
-                     round(median([r[1] for r in results[("bare", claimers)]])),
-                     round(median([r[1] for r in results[("service", claimers)]]))])
-    report("claims", ["claimers", "bare cycles/s", "service cycles/s", "service/bare",
-                      "bare CPU us/cycle", "service CPU us/cycle"], rows,
-           {"records": args.records, "runs": args.runs,
-            "note": "median of runs; service/bare is the median of the per-run ratios"},
+        row = [claimers, round(median(bare)), round(median(service)), round(median(ratios), 2),
+               round(median([r[1] for r in results[("bare", claimers)]])),
+               round(median([r[1] for r in results[("service", claimers)]]))]
+        if other is not None:
+            theirs = results[("procrastinate", claimers)]
+            row += [round(median([r[0] for r in theirs])),
+                    round(median([s / t[0] for s, t in zip(service, theirs)]), 2),
+                    round(median([r[1] for r in theirs]))]
+        rows.append(row)
+    columns = ["claimers", "bare cycles/s", "service cycles/s", "service/bare",
+               "bare CPU us/cycle", "service CPU us/cycle"]
+    note = "median of runs; service/bare and service/procrastinate are medians of per-run ratios"
+    if other is None:
+        note += "; procrastinate not installed (pip install .[bench]): its columns are left out"
+        print("procrastinate is not installed (pip install .[bench]): its columns are left out")
+    else:
+        columns += ["procrastinate jobs/s", "service/procrastinate", "procrastinate CPU us/job"]
+    report("claims", columns, rows, {"records": args.records, "runs": args.runs, "note": note},
            write=not args.no_write)
 
 
