@@ -34,6 +34,33 @@ class StopSteps(Middleware):
         stopping.set()
 
 
+class ListenForWakeups(Middleware):
+    """Each worker process listens for the database's wake-ups and feeds them to its actors
+    (actors.wakeups); the tick stays the safety net."""
+
+    def __init__(self):
+        self.wakeups = None
+
+    def after_worker_boot(self, broker, worker):
+        from actors.wakeups import Wakeups
+
+        if settings.metrics_port is not None:
+            from transcriber.metrics import serve_worker_metrics
+
+            serve_worker_metrics(settings.metrics_port)
+        try:
+            url = store().db.url
+        except Exception as error:  # the database is away: runs find out; the tick still wakes them
+            logger.warning("no wake-up listener in this worker ({}); the tick still runs", type(error).__name__)
+            return
+        self.wakeups = Wakeups(url, lambda step: ACTORS[step].send()).start()
+
+    def before_worker_shutdown(self, broker, worker):
+        if self.wakeups is not None:
+            self.wakeups.stop()
+            self.wakeups = None
+
+
 def _setup() -> tuple[config.Settings, dramatiq.Broker]:
     try:
         settings = config.load()
@@ -50,6 +77,7 @@ def _setup() -> tuple[config.Settings, dramatiq.Broker]:
         print(f"transcriber: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     broker.add_middleware(StopSteps())
+    broker.add_middleware(ListenForWakeups())
     dramatiq.set_broker(broker)
     return settings, broker
 

@@ -10,6 +10,8 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
 CONNECT_TIMEOUT_SECONDS = 5
+# the longest an idle Redis consumer sleeps between polls: the worst delay of a wake-up
+REDIS_POLL_MS = 50
 
 
 class BrokerUnavailable(RuntimeError):
@@ -53,7 +55,15 @@ def make_broker(url: str | None) -> dramatiq.Broker:
         if scheme in ("redis", "rediss"):
             from dramatiq.brokers.redis import RedisBroker
 
-            broker = RedisBroker(url=url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            class PromptRedisBroker(RedisBroker):
+                """An idle Redis consumer polls with a pause that grows up to the worker's timeout
+                (a second by default), so a wake-up could wait that long; here the pause stops
+                growing at REDIS_POLL_MS (idle polling costs Redis commands, not transactions)."""
+
+                def consume(self, queue_name, prefetch=1, timeout=5000):
+                    return super().consume(queue_name, prefetch, min(timeout, REDIS_POLL_MS))
+
+            broker = PromptRedisBroker(url=url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
                                  socket_timeout=30)
             broker.client.ping()
             return broker

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -12,6 +13,7 @@ from audio.windows import end_of, start_byte, windows
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
 from domain.stages import Step
+from transcriber import metrics
 from transcriber.config import Settings
 
 if TYPE_CHECKING:
@@ -81,12 +83,14 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     done = record["recognized_seconds"]
     beat(done)
     pcm = store.read_blob(record["converted_blob_id"], start_byte=start_byte(done))
+    started, first = time.monotonic(), done
     for at, window in windows(pcm, done):
         result = recognizer.recognize(window, language, beat)
         language = language or result.language
         end = end_of(at, window)
         beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language)
         done = end
+    metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:
         raise RuntimeError("the converted audio is missing from storage")
     segments = store.read_record(record["id"])["segments"] or []

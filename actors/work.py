@@ -16,6 +16,7 @@ from db import Store
 from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
 from domain.policy import StepPolicy
 from domain.stages import Step
+from transcriber import metrics
 from transcriber.config import Settings
 
 # Set when the process is stopping: running steps give their claims back at the next beat.
@@ -96,6 +97,13 @@ class Heartbeat:
 
 def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event = stopping) -> Outcome | NoWork:
     """Work one record of the step's stage, or return NO_WORK when there is none (P1)."""
+    started = time.monotonic()
+    outcome = _run_once(store, settings, step, stop)
+    metrics.step_ran(step.value, None if outcome is NO_WORK else outcome.value, time.monotonic() - started)
+    return outcome
+
+
+def _run_once(store: Store, settings: Settings, step: Step, stop: threading.Event) -> Outcome | NoWork:
     policy = settings.policy(step)
     claim = store.claim(step, policy)
     if claim is NO_WORK:

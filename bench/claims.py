@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
-"""Claim-and-save throughput of the queue, by number of concurrent claimers. Prints a table.
+"""The claim cycle side by side: the service's claim path against bare psycopg issuing the same
+statements, at 1, 2, 4 and 8 concurrent claimers, in one run. Prints a table, writes
+bench/results/claims.json.
 
-    .venv/bin/python bench/claims.py [RECORDS]      (default 2000)
+    .venv/bin/python bench/claims.py [--records N] [--runs R]      (defaults 2000, 3)
 
-Uses TRANSCRIBER_DATABASE_URL's server if set, else the embedded one under TRANSCRIBER_HOME;
-each row runs in a fresh scratch database that is dropped afterwards.
+One cycle is what a worker does around its step: claim a record, read it, save the result —
+`Store.claim`, `Store.read_record`, `Store.save_result` for the service; for bare psycopg, one
+autocommit connection per claimer thread executing the same three statements (the same SQL
+text, the same parameters). Each figure is the median of R runs; the two sides alternate within
+every run, so a noisy neighbour weighs on both. CPU is this process's CPU per cycle (the
+database server's is not in it).
+
+Uses TRANSCRIBER_DATABASE_URL's server if set, else the embedded one under TRANSCRIBER_HOME,
+in a scratch database that is dropped afterwards.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import threading
 import time
@@ -17,48 +27,126 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scratch import scratch_database  # noqa: E402  (sets up the import path)
 
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+
+from common import median, report  # noqa: E402
 from db import Database, Store  # noqa: E402
+from db.queries import query, template  # noqa: E402
 from domain.claims import NO_WORK  # noqa: E402
 from domain.policy import StepPolicy  # noqa: E402
 from domain.stages import Step  # noqa: E402
 
 POLICY = StepPolicy(lease_seconds=60, time_limit_seconds=3600, max_attempts=3, backoff_seconds=1)
+CLAIMERS = (1, 2, 4, 8)
+FIELDS = {"duration_seconds": 1.0}
 
 
-def run(url: str, records: int, claimers: int) -> float:
-    with Database(url, max_size=claimers + 2) as db:
+def fill(db: Database, owner: int, blob: int, records: int) -> None:
+    with db.transaction() as conn:
+        conn.execute(query("bench_reset"))
+        conn.execute(query("bench_fill"), {"owner_id": owner, "blob_id": blob, "count": records})
+    with db.transaction() as conn:
+        conn.execute(query("bench_analyze"))
+
+
+def together(claimers: int, body) -> float:
+    """Run `body()` on `claimers` threads released at once; the wall seconds until all end."""
+    barrier = threading.Barrier(claimers + 1)
+
+    def run():
+        barrier.wait()
+        body()
+
+    threads = [threading.Thread(target=run) for _ in range(claimers)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started
+
+
+def service_cycles(store: Store) -> None:
+    while (claim := store.claim(Step.CONVERT, POLICY)) is not NO_WORK:
+        store.read_record(claim.record_id)
+        assert store.save_result(claim, FIELDS)
+
+
+def bare_statements(conn: psycopg.Connection) -> tuple[bytes, bytes, bytes]:
+    owned = sql.SQL("{} = {}").format(sql.Identifier("duration_seconds"), sql.Placeholder("f_duration_seconds"))
+    save = sql.SQL(template("save_result")).format(owned=owned)
+    return tuple(q.as_bytes(conn) for q in (query("claim"), query("read_record"), save))
+
+
+def bare_cycles(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        claim, read, save = bare_statements(conn)
+        params = {"stage": "created", "lease_seconds": POLICY.lease_seconds,
+                  "time_limit_seconds": POLICY.time_limit_seconds}
+        while (row := conn.execute(claim, params).fetchone()) is not None:
+            conn.execute(read, {"id": row[0]}).fetchone()
+            saved = conn.execute(save, {"id": row[0], "token": row[1], "target": "converted",
+                                        "f_duration_seconds": 1.0}).fetchone()
+            assert saved is not None
+
+
+def measure(db: Database, store: Store, url: str, side: str, claimers: int, owner: int, blob: int,
+            records: int) -> tuple[float, float]:
+    """Cycles per second and client CPU microseconds per cycle of one run."""
+    fill(db, owner, blob, records)
+    cpu = time.process_time()
+    if side == "service":
+        seconds = together(claimers, lambda: service_cycles(store))
+    else:
+        seconds = together(claimers, lambda: bare_cycles(url))
+    cpu = time.process_time() - cpu
+    return records / seconds, cpu / records * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
+    args = parser.parse_args()
+    import os
+
+    from loguru import logger
+
+    from transcriber import logs
+
+    # the service's own level and line format, written where it costs nothing to keep
+    logs.configure(level="INFO", stderr=False)
+    logger.add(open(os.devnull, "w"), level="INFO", format=logs._FORMAT)
+    results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    with scratch_database() as url, Database(url, max_size=max(CLAIMERS) + 2) as db:
         db.migrate()
         store = Store(db)
         store.add_owner("bench")
         owner = store.owner_by_name("bench")["id"]
-        for _ in range(records):
-            store.accept(owner, [b"x"])
-        barrier = threading.Barrier(claimers + 1)
-
-        def claimer():
-            barrier.wait()
-            while (claim := store.claim(Step.CONVERT, POLICY)) is not NO_WORK:
-                assert store.save_result(claim, {"duration_seconds": 1.0})
-
-        threads = [threading.Thread(target=claimer) for _ in range(claimers)]
-        for thread in threads:
-            thread.start()
-        barrier.wait()
-        started = time.perf_counter()
-        for thread in threads:
-            thread.join()
-        return records / (time.perf_counter() - started)
-
-
-def main(records: int) -> None:
-    from transcriber import logs
-
-    logs.configure(level="ERROR")
-    print(f"{'claimers':>8} {'records':>8} {'claim+save per s':>17}")
-    for claimers in (1, 2, 4, 8):
-        with scratch_database() as url:
-            print(f"{claimers:8d} {records:8d} {run(url, records, claimers):17.0f}", flush=True)
+        blob, _ = store.store_blob([b"x"], "application/octet-stream")
+        for run in range(args.runs):
+            for claimers in CLAIMERS:
+                sides = ("bare", "service") if run % 2 == 0 else ("service", "bare")
+                for side in sides:
+                    results.setdefault((side, claimers), []).append(
+                        measure(db, store, url, side, claimers, owner, blob, args.records))
+    rows = []
+    for claimers in CLAIMERS:
+        bare = [r[0] for r in results[("bare", claimers)]]
+        service = [r[0] for r in results[("service", claimers)]]
+        ratios = [s / b for s, b in zip(service, bare)]
+        rows.append([claimers, round(median(bare)), round(median(service)), round(median(ratios), 2),
+                     round(median([r[1] for r in results[("bare", claimers)]])),
+                     round(median([r[1] for r in results[("service", claimers)]]))])
+    report("claims", ["claimers", "bare cycles/s", "service cycles/s", "service/bare",
+                      "bare CPU us/cycle", "service CPU us/cycle"], rows,
+           {"records": args.records, "runs": args.runs,
+            "note": "median of runs; service/bare is the median of the per-run ratios"},
+           write=not args.no_write)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    main()

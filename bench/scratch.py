@@ -3,6 +3,7 @@ embedded one under TRANSCRIBER_HOME; dropped when the benchmark is done with it.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -16,7 +17,8 @@ from psycopg import sql  # noqa: E402
 from db.database import embedded_url  # noqa: E402
 from transcriber import config  # noqa: E402
 
-NAME = "transcriber_bench"
+# one of this process's own: two benchmarks running at once never drop each other's
+NAME = f"transcriber_bench_{os.getpid()}"
 
 
 def _admin(statement: sql.Composed, admin_url: str) -> None:

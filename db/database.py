@@ -9,6 +9,7 @@ from typing import Iterator
 
 import psycopg
 from loguru import logger
+from psycopg.abc import Params, Query
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -30,7 +31,9 @@ class Database:
             url,
             min_size=1,
             max_size=max_size,
-            kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            # autocommit: a statement run on its own is its own transaction, one round trip with
+            # no BEGIN and COMMIT around it; `transaction()` opens one explicitly
+            kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_SECONDS, "autocommit": True},
             name=name,
             open=False,
         )
@@ -45,8 +48,18 @@ class Database:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """A connection inside one transaction: committed on success, rolled back on error."""
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, conn.transaction():
             yield conn
+
+    def connection(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+        """A connection outside any transaction: each statement on it is its own transaction,
+        sent in a single round trip. For statements that need not commit together."""
+        return self._pool.connection()
+
+    def one(self, statement: Query, params: Params | None = None) -> dict | None:
+        """Run one statement as its own transaction (a single round trip); its first row."""
+        with self._pool.connection() as conn:
+            return conn.execute(statement, params).fetchone()
 
     def close(self) -> None:
         self._pool.close()

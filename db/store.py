@@ -7,6 +7,7 @@ event in the same statement and logs a line carrying the record id.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -23,7 +24,7 @@ from db.web import WebStore
 from domain.claims import NO_WORK, CheckpointRefused, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
-from domain.stages import Step
+from domain.stages import Stage, Step
 
 CHUNK_BYTES = 1 << 20
 
@@ -69,7 +70,7 @@ class Store(WebStore):
             "time_limit_seconds": policy.time_limit_seconds,
         }
         while True:
-            with self.db.transaction() as conn:
+            with self.db.connection() as conn:
                 row = conn.execute(query("claim"), params).fetchone()
                 if row is None:
                     return NO_WORK
@@ -78,8 +79,9 @@ class Store(WebStore):
                 if halt is not None:
                     self._halt(conn, claim, *halt, 0)
             if halt is None:
+                # the journal has every claim; the log shows them at DEBUG (nothing to format else)
                 log = _record_log(claim.record_id, step.source, "claimed")
-                log.info("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds)
+                log.debug("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds)
                 if row["lost_leases"]:
                     log.warning("record {}: {} earlier claim(s) for {} ran out of lease with nothing written "
                                 "(worker lost); it is halted at {}", claim.record_id, row["lost_leases"], step,
@@ -88,7 +90,7 @@ class Store(WebStore):
             self._log_halt(claim, step.source, *halt)
 
     def read_record(self, record_id: int) -> dict | None:
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             return conn.execute(query("read_record"), {"id": record_id}).fetchone()
 
     def save_result(self, claim: Claim, fields: dict[str, object]) -> bool:
@@ -96,26 +98,24 @@ class Store(WebStore):
         forbidden = sorted(set(fields) & NOT_STEP_FIELDS)
         if forbidden or not fields:
             raise ValueError(f"a step may not save {forbidden or 'nothing'}")
-        owned = sql.SQL(", ").join(
-            sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(f"f_{name}"))
-            for name in sorted(fields)
-        )
-        statement = sql.SQL(template("save_result")).format(owned=owned)
+        statement = _save_statement(tuple(sorted(fields)))
         params = {f"f_{name}": _adapt(value) for name, value in fields.items()}
         params.update(id=claim.record_id, token=claim.token, target=claim.step.target.value)
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             saved = conn.execute(statement, params).fetchone() is not None
             if not saved:
                 self._refuse(conn, claim, "save")
         if saved:
-            _record_log(claim.record_id, claim.step.target, "advanced").info(
+            # a record done is news for the log; the stages on the way are in the journal
+            log = _record_log(claim.record_id, claim.step.target, "advanced")
+            (log.info if claim.step.target is Stage.DONE else log.debug)(
                 "record {} reached {}", claim.record_id, claim.step.target
             )
         return saved
 
     def record_failure(self, claim: Claim, error: str, pause_seconds: float) -> bool:
         """Count a failed run and set its retry pause, under the claim's token (P4)."""
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             row = conn.execute(
                 query("record_failure"),
                 {"id": claim.record_id, "token": claim.token, "error": error, "pause_seconds": pause_seconds},
@@ -131,7 +131,7 @@ class Store(WebStore):
 
     def halt(self, claim: Claim, reason: HaltReason, error: str, *, count_failure: bool = False) -> bool:
         """Set the halt flag under the claim's token; the reached stage is kept (P5)."""
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             halted = self._halt(conn, claim, reason, error, 1 if count_failure else 0)
             if not halted:
                 self._refuse(conn, claim, "halt")
@@ -141,7 +141,7 @@ class Store(WebStore):
 
     def renew_lease(self, claim: Claim, lease_seconds: float, progress_seconds: float | None = None) -> bool:
         """Extend the lease of a running step; False once the claim is no longer its own."""
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             row = conn.execute(
                 query("renew_lease"),
                 {"id": claim.record_id, "token": claim.token, "lease_seconds": lease_seconds,
@@ -158,7 +158,7 @@ class Store(WebStore):
 
         Raises CheckpointRefused when the claim is still its own but the window does not start
         at the record's last checkpoint: that run is a failed attempt, not a lost claim."""
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             row = conn.execute(
                 query("checkpoint"),
                 {"id": claim.record_id, "token": claim.token, "from_seconds": from_seconds,
@@ -180,7 +180,7 @@ class Store(WebStore):
 
     def release(self, claim: Claim) -> bool:
         """Give the claim back unfinished, so the record need not wait out the lease."""
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             released = conn.execute(query("release"), {"id": claim.record_id, "token": claim.token}).fetchone()
             if released is None:
                 self._refuse(conn, claim, "release")
@@ -221,7 +221,7 @@ class Store(WebStore):
         )
         params = {f"r_{c}": v for c, v in resets.items() if v is not NOW}
         params.update(id=record_id, by=by)
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             row = conn.execute(sql.SQL(template("resume")).format(resets=assignments), params).fetchone()
         if row is None:
             return None
@@ -231,7 +231,7 @@ class Store(WebStore):
         return row["stage"]
 
     def stage_of(self, record_id: int) -> str | None:
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             row = conn.execute(query("stage_of"), {"id": record_id}).fetchone()
         return row["stage"] if row else None
 
@@ -249,18 +249,28 @@ class Store(WebStore):
         return token
 
     def owner_by_name(self, name: str) -> dict | None:
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             return conn.execute(query("owner_by_name"), {"name": name}).fetchone()
 
     def owner_by_token(self, token: str) -> dict | None:
         """The owner whose API token this is. The lookup goes by the token's hash, so the index
         compares hashes, not the secret; the final check is a constant-time comparison."""
         digest = hash_token(token)
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             row = conn.execute(query("owner_by_token_hash"), {"token_hash": digest}).fetchone()
         if row is None or not hmac.compare_digest(row["token_hash"], digest):
             return None
         return {"id": row["id"], "name": row["name"], "disabled": row["disabled_at"] is not None}
+
+    def owner_and_card_row(self, token: str, record_id: int) -> tuple[dict | None, dict | None]:
+        """owner_by_token and that owner's card_row together, in one statement (one round trip):
+        a new token, a disabled owner or a deleted record count from the very next request."""
+        digest = hash_token(token)
+        row = self.db.one(query("owner_card_by_token_hash"), {"token_hash": digest, "id": record_id})
+        if row is None or not hmac.compare_digest(row["token_hash"], digest):
+            return None, None
+        who = {"id": row["owner_id"], "name": row["owner_name"], "disabled": row["owner_disabled_at"] is not None}
+        return who, (row if row["id"] is not None else None)
 
     def new_token(self, name: str) -> str | None:
         """Give the owner called `name` a new API token and return it (None: no such owner).
@@ -309,7 +319,7 @@ class Store(WebStore):
         round trip. Chunks before the start are not read at all."""
         seq, skip = divmod(start_byte, CHUNK_BYTES)
         while True:
-            with self.db.transaction() as conn:
+            with self.db.connection() as conn:
                 rows = conn.execute(query("read_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
             for row in rows:
                 data = bytes(row["data"])
@@ -347,7 +357,7 @@ class Store(WebStore):
     # --- the owner's and the operator's reads -------------------------------------------------
 
     def card_row(self, record_id: int, owner_id: int | None = None) -> dict | None:
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             return conn.execute(query("card"), {"id": record_id, "owner_id": owner_id}).fetchone()
 
     def list_card_rows(self, owner_id: int, limit: int, offset: int) -> tuple[list[dict], int]:
@@ -366,16 +376,29 @@ class Store(WebStore):
         return row is not None
 
     def transcript(self, record_id: int, owner_id: int | None = None) -> dict | None:
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             return conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
 
     def events(self, record_id: int) -> list[dict]:
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             return conn.execute(query("events"), {"id": record_id}).fetchall()
 
     def status(self) -> list[dict]:
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn:
             return conn.execute(query("status")).fetchall()
+
+    def queue_counts(self) -> list[dict]:
+        with self.db.connection() as conn:
+            return conn.execute(query("queue_counts")).fetchall()
+
+
+@functools.lru_cache(maxsize=32)
+def _save_statement(names: tuple[str, ...]) -> str:
+    """save_result for one set of owned fields, composed once (a step always saves the same set)."""
+    owned = sql.SQL(", ").join(
+        sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(f"f_{name}")) for name in names
+    )
+    return sql.SQL(template("save_result")).format(owned=owned).as_string()
 
 
 def _claim_halt(row: dict, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:

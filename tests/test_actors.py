@@ -18,6 +18,8 @@ def stub(store):
     actors.use(store, settings())
     actors.broker.flush_all()
     middleware = list(actors.broker.middleware)
+    # no wake-ups on commit here: these tests send the actors' wake-ups themselves
+    actors.broker.middleware[:] = [m for m in middleware if not isinstance(m, actors.ListenForWakeups)]
     yield actors.broker
     actors.broker.flush_all()
     actors.broker.middleware[:] = middleware

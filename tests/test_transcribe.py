@@ -23,7 +23,9 @@ def test_transcribe_the_bundled_sample(env):
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.split()) >= 10
     assert "done (9.8 s of audio)" in done.stderr
-    assert "converting" in done.stderr or "converted" in done.stderr
+    # progress before done: with wake-ups on commit the record may be handed on from convert to
+    # recognize between two polls, so either step may be the one seen at work
+    assert any(word in done.stderr for word in ("converting", "converted", "recognizing"))
 
 
 def test_transcribe_formats(env, tmp_path):

@@ -53,6 +53,8 @@ class Settings:
     # how long a recognizer process may take over one window before it is killed; None: a bound
     # that grows with the window's length
     recognizer_timeout_seconds: float | None = None
+    # where a worker process serves its Prometheus metrics (the first free port from here on)
+    metrics_port: int | None = None
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]
@@ -168,4 +170,10 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         openai_model=env.get("TRANSCRIBER_OPENAI_MODEL", "").strip() or "whisper-1",
         recognizer_timeout_seconds=_number(env, "TRANSCRIBER_RECOGNIZER_TIMEOUT_SECONDS", None, minimum=1,
                                            maximum=DAY),
+        metrics_port=_port(env, "TRANSCRIBER_METRICS_PORT"),
     )
+
+
+def _port(env: Mapping[str, str], name: str) -> int | None:
+    value = _number(env, name, None, minimum=1, maximum=65535, integer=True)
+    return None if value is None else int(value)

@@ -72,9 +72,15 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     app.add_middleware(inputs.BodyLimit, limit=settings.max_upload_bytes + 64 * 1024,
                        message=size_limit_message(settings), code=TooLarge.code)
 
-    def owner(request: Request) -> dict:
+    def bearer(request: Request) -> str | None:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        found = store.owner_by_token(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+    def owner(request: Request) -> dict:
+        token = bearer(request)
+        return admitted(store.owner_by_token(token) if token else None)
+
+    def admitted(found: dict | None) -> dict:
         if found is None:
             raise ApiError(401, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
         if found["disabled"]:
@@ -97,6 +103,16 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         return card(row)
 
     database_probe = DatabaseProbe(store.db)
+
+    @app.get("/metrics", tags=["service"], response_class=Response,
+             responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+    def prometheus_metrics():
+        """Prometheus metrics: records per stage, halted by reason, waiting out a pause (read from
+        the database now), and this process's claims, saves, refused writes, step durations and
+        recognition real-time factor. No token needed, like /healthz: counts only, nothing private."""
+        from transcriber import metrics
+
+        return Response(metrics.exposition(store), media_type=metrics.CONTENT_TYPE)
 
     @app.get("/healthz", tags=["service"])
     def healthz():
@@ -136,9 +152,17 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                 "next": f"/records?limit={limit}&offset={following}" if following < total else None}
 
     @app.get("/records/{raw_id}", tags=["records"])
-    def get_card(raw_id: str, who: Owner):
+    def get_card(raw_id: str, request: Request):
         """The card: stage reached, halt flag with its reason, attempts, pause, progress, links."""
-        return own_card(raw_id, who)
+        token, found_id = bearer(request), inputs.record_id(raw_id)
+        if token is None or found_id is None:
+            return own_card(raw_id, owner(request))  # refused as any other request is
+        # the owner and the card in one round trip; the token is checked by the same statement
+        who, row = store.owner_and_card_row(token, found_id)
+        admitted(who)
+        if row is None:
+            raise ApiError(404, *NOT_FOUND)
+        return JSONResponse(card(row))  # already plain JSON values: no encoder pass over it
 
     @app.patch("/records/{raw_id}", tags=["records"])
     def edit(raw_id: str, changes: inputs.Edit, who: Owner):

@@ -5,14 +5,14 @@
 -- Selects the oldest eligible record of a stage and claims it under a new token, in one
 -- statement. Returns only the id and the token (INV-2), whether the record has overstayed its
 -- stage, and how many of its leases were lost (past a limit the claimer halts it).
--- stage_entered_at ties are broken by the id.
+-- Ties of available_at are broken by the id.
 WITH candidate AS (
     SELECT id FROM records
+    -- available_at (migration 6): NULL when done or halted, later than now() while leased or
+    -- paused; the partial index records_claimable holds claimable rows in this order
     WHERE stage = %(stage)s
-      AND halted_at IS NULL
-      AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-      AND (retry_after IS NULL OR retry_after <= now())
-    ORDER BY stage_entered_at, id
+      AND available_at <= now()
+    ORDER BY available_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
@@ -202,3 +202,12 @@ WITH released AS (
     FROM released
 )
 SELECT id FROM released;
+
+-- name: queue_counts
+-- For the metrics: records per stage and halt reason (NULL: not halted), and how many of the
+-- unhalted ones wait out a retry pause.
+SELECT stage, halt_reason AS reason, count(*) AS records,
+       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
+FROM records
+GROUP BY stage, halt_reason
+ORDER BY stage, halt_reason;

@@ -91,3 +91,14 @@ WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id
 -- name: events
 SELECT at, record_id AS record, origin, kind, stage, detail FROM events
 WHERE record_id = %(id)s ORDER BY id;
+
+-- name: owner_card_by_token_hash
+-- An authenticated card in one statement: the owner holding the token (by its hash) and that
+-- owner's record; the record's columns are NULL when it has no such record. No row: no owner.
+SELECT o.id AS owner_id, o.name AS owner_name, o.token_hash, o.disabled_at AS owner_disabled_at,
+       r.id, r.title, r.summary, r.topics, r.stage, r.halted_at, r.halt_reason, r.halt_error,
+       r.failures, r.retry_after, r.lease_expires_at, r.created_at, r.updated_at,
+       r.duration_seconds, r.progress_seconds, r.recognized_seconds, r.source_name, r.engine,
+       r.language, o.name AS owner
+FROM owners o LEFT JOIN records r ON r.id = %(id)s AND r.owner_id = o.id
+WHERE o.token_hash = %(token_hash)s;

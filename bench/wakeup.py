@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Wake-up and hand-off latency with idle workers, and what idle workers cost the database.
+Prints a table, writes bench/results/wakeup.json.
+
+    .venv/bin/python bench/wakeup.py [--records N] [--runs R] [--idle-seconds S] [--broker URL]
+
+Workers run as `transcriber up` runs them (the in-process broker, two worker threads, the
+default one-second tick), or, with --broker redis://… or amqp://…, as `dramatiq actors` worker
+processes beside a `transcriber scheduler`. Records (two seconds of the spoken sample, pocketsphinx) are
+accepted one at a time, each once the last is done, so every step finds idle workers:
+  * accepted → claimed: from the `accepted` event to the convert step's `claimed` event;
+  * converted → claimed: from the convert save's `advanced` event to the recognize claim.
+Both are read from the journal, stamped by the database's clock. Then, with nothing to do, the
+database's transaction count over S seconds gives the idle transactions per second (the
+benchmark's own two reads of the counter included).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scratch import ROOT, scratch_database  # noqa: E402  (sets up the import path)
+
+from common import median, percentile, report  # noqa: E402
+from db import Database, Store  # noqa: E402
+from db.queries import query  # noqa: E402
+from audio.decode import BYTES_PER_SECOND  # noqa: E402
+from media import speech_pcm  # noqa: E402
+from transcriber import config, logs  # noqa: E402
+
+
+def two_seconds(path: Path) -> bytes:
+    """Two seconds of the spoken sample as WAV: latency is the subject, not recognition."""
+    import wave
+
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16000)
+        out.writeframes(speech_pcm()[: 2 * BYTES_PER_SECOND])
+    return path.read_bytes()
+
+
+def latencies(store: Store, record: int) -> tuple[float, float]:
+    events = store.events(record)
+
+    def at(kind: str, stage: str):
+        return next(e["at"] for e in events if e["kind"] == kind and e["stage"] == stage)
+
+    accepted = (at("claimed", "created") - at("accepted", "created")).total_seconds()
+    handed = (at("claimed", "converted") - at("advanced", "converted")).total_seconds()
+    return accepted * 1000, handed * 1000
+
+
+def wait_done(store: Store, record: int, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while store.stage_of(record) != "done":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"record {record} not done within {seconds}s")
+        time.sleep(0.05)
+
+
+def transactions(db: Database) -> int:
+    with db.transaction() as conn:
+        return conn.execute(query("bench_xact_count")).fetchone()["transactions"]
+
+
+class Workers:
+    """The workers under test: in this process, or dramatiq processes on a real broker."""
+
+    def __init__(self, store: Store, settings: config.Settings, url: str, broker: str | None):
+        self.processes: list[subprocess.Popen] = []
+        self.pipeline = None
+        if broker is None:
+            from transcriber.local import LocalPipeline
+
+            self.pipeline = LocalPipeline(store, settings)
+            return
+        env = {**os.environ, "TRANSCRIBER_DATABASE_URL": url, "TRANSCRIBER_BROKER_URL": broker,
+               "TRANSCRIBER_ENGINE": "pocketsphinx", "PYTHONPATH": str(ROOT)}
+        for args in (["-m", "dramatiq", "actors", "--processes", "1", "--threads", "2"],
+                     ["-m", "transcriber.cli", "scheduler"]):
+            self.processes.append(subprocess.Popen([sys.executable, *args], env=env, cwd=ROOT,
+                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                   start_new_session=True))
+        time.sleep(5)  # both up and listening
+
+    def stop(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.stop()
+        for process in self.processes:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=20, help="records per run")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--idle-seconds", type=float, default=20)
+    parser.add_argument("--broker", help="redis://… or amqp://…: dramatiq worker processes")
+    parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
+    args = parser.parse_args()
+    logs.configure(level="ERROR")
+    settings = config.load({"TRANSCRIBER_ENGINE": "pocketsphinx"})
+    runs = []
+    with scratch_database() as url, Database(url, max_size=4) as db, tempfile.TemporaryDirectory() as folder:
+        db.migrate()
+        store = Store(db)
+        store.add_owner("bench")
+        owner = store.owner_by_name("bench")["id"]
+        audio = two_seconds(Path(folder) / "a.wav")
+        for _ in range(args.runs):
+            workers = Workers(store, settings, url, args.broker)
+            try:
+                time.sleep(1)
+                found = []
+                for _ in range(args.records):
+                    record = store.accept(owner, [audio], source_name="a.wav")
+                    wait_done(store, record)
+                    found.append(latencies(store, record))
+                    time.sleep(0.2)  # idle workers again
+                time.sleep(2)
+                before, started = transactions(db), time.monotonic()
+                time.sleep(args.idle_seconds)
+                idle = (transactions(db) - before) / (time.monotonic() - started)
+            finally:
+                workers.stop()
+            runs.append({"accepted": [a for a, _ in found], "handoff": [h for _, h in found], "idle": idle})
+
+    def figure(key: str, fraction: float | None) -> float:
+        if fraction is None:
+            return round(median([percentile(r[key], 0.5) for r in runs]), 1)
+        return round(median([percentile(r[key], fraction) for r in runs]), 1)
+
+    rows = [["accepted → claimed (convert)", figure("accepted", None), figure("accepted", 0.95)],
+            ["converted → claimed (recognize)", figure("handoff", None), figure("handoff", 0.95)]]
+    print(f"workers: {'dramatiq processes on ' + args.broker.split(':')[0] if args.broker else 'in-process'}; "
+          f"{args.records} records per run, median of {args.runs} runs")
+    report("wakeup" + ("-" + args.broker.split(":")[0] if args.broker else ""),
+           ["latency", "p50 ms", "p95 ms"], rows,
+           {"idle_transactions_per_second": round(median([r["idle"] for r in runs]), 2),
+            "records": args.records, "runs": args.runs, "broker": args.broker and args.broker.split(":")[0]},
+           write=not args.no_write)
+    print(f"idle transactions per second: {median([r['idle'] for r in runs]):.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The database's wake-ups: one LISTEN connection that hears, on commit, which stage has a record
+that became claimable (migration 6 sends them from a trigger on records).
+
+A wake-up is only a hint, like the tick: a lost one delays a record until the next tick, a
+duplicate costs one empty claim. The connection is re-made whenever it is lost (the server
+restarted, the backend was terminated, the network dropped); right after every (re)connect a
+wake-up for every stage is reported, because notifications sent meanwhile were not heard.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import psycopg
+from loguru import logger
+
+from db.database import CONNECT_TIMEOUT_SECONDS, redact
+from db.queries import query
+
+RETRY_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+# the operating system notices a silently dropped connection within about a minute
+KEEPALIVES = dict(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
+
+
+@dataclass(frozen=True)
+class Wakeup:
+    """A record at `stage` is claimable now, or in `delay` seconds. stage None: maybe any
+    stage (the listener has just (re)connected and may have missed some)."""
+
+    stage: str | None
+    delay: float = 0.0
+
+
+ANY = Wakeup(None)
+
+
+def parse(payload: str) -> Wakeup | None:
+    """The trigger's payload: `STAGE` or `STAGE SECONDS`; None for anything else."""
+    stage, _, rest = payload.partition(" ")
+    if not stage:
+        return None
+    try:
+        delay = float(rest) if rest else 0.0
+    except ValueError:
+        return None
+    return Wakeup(stage, max(delay, 0.0))
+
+
+class Listener:
+    """LISTENs on one connection of its own (autocommit: LISTEN takes effect at once and the
+    connection never sits in a transaction). Used from one thread."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self._conn: psycopg.Connection | None = None
+        self._failures = 0
+        self.backend_pid: int | None = None
+
+    def receive(self, timeout: float) -> list[Wakeup]:
+        """The wake-ups heard within `timeout` seconds (fewer seconds once some arrive)."""
+        if self._conn is None:
+            return self._connect(timeout)
+        try:
+            found = [parse(n.payload) for n in self._conn.notifies(timeout=timeout, stop_after=1)]
+            # whatever else already arrived, without waiting again
+            found += [parse(n.payload) for n in self._conn.notifies(timeout=0)]
+        except psycopg.Error as error:
+            logger.warning("wake-up listener lost its database connection ({}); reconnecting, "
+                           "the tick still runs", type(error).__name__)
+            self.close()
+            return []
+        return [w for w in found if w is not None]
+
+    def _connect(self, timeout: float) -> list[Wakeup]:
+        conn = None
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                                   **KEEPALIVES)
+            conn.execute(query("listen_wakeups"))
+        except psycopg.Error as error:
+            if conn is not None:
+                conn.close()
+            pause = RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS) - 1)]
+            if self._failures == 0:
+                logger.warning("wake-up listener cannot reach the database at {} ({}); retrying",
+                               redact(self.url), type(error).__name__)
+            self._failures += 1
+            time.sleep(min(pause, timeout))
+            return []
+        if self._failures:
+            logger.info("wake-up listener reconnected")
+        self._conn, self._failures, self.backend_pid = conn, 0, conn.info.backend_pid
+        return [ANY]
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn, self.backend_pid = self._conn, None, None
+            try:
+                conn.close()
+            except psycopg.Error:
+                pass

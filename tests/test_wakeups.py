@@ -1,0 +1,226 @@
+"""Wake-ups on commit (issue 10 §1): the trigger's notifications, the listener feeding the actors
+without waiting for a tick, and the listener surviving a lost connection and a server restart."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import add_record, kinds, policy, settings
+from db import Database, Store
+from db.wakeups import Wakeup, parse
+from domain.resume import resume
+from domain.stages import Step
+
+
+def wait_for(predicate, seconds: float, every: float = 0.02):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"not within {seconds}s")
+
+
+@pytest.fixture
+def heard(database_url):
+    """The payloads the trigger sends, read by a plain LISTEN connection of the test's own."""
+    conn = psycopg.connect(database_url, autocommit=True)
+    conn.execute("LISTEN transcriber_wakeups")
+
+    def drain() -> list[str]:
+        return [n.payload for n in conn.notifies(timeout=0.3)]
+
+    yield drain
+    conn.close()
+
+
+def test_payload_parsing():
+    """issue 10 §1: the trigger's payload is the stage, then the seconds still to wait."""
+    assert parse("created") == Wakeup("created", 0.0)
+    assert parse("converted 12.5") == Wakeup("converted", 12.5)
+    assert parse("converted -0.2") == Wakeup("converted", 0.0)
+    assert parse("") is None and parse("created soon") is None
+
+
+def test_a_record_becoming_claimable_notifies_its_stage(store, owner, heard):
+    """issue 10 §1: accepted, advanced by a save, released and resumed each notify the stage that
+    can take the record; a claim, a lease renewal and a halt notify nobody; a failure announces
+    its pause's end."""
+    record = add_record(store, owner)
+    assert heard() == ["created"]
+    claim = store.claim(Step.CONVERT, policy())
+    assert store.renew_lease(claim, 60)
+    assert heard() == []
+    assert store.save_result(claim, {"duration_seconds": 1.0})
+    assert heard() == ["converted"]
+    claim = store.claim(Step.RECOGNIZE, policy())
+    assert store.release(claim)
+    assert heard() == ["converted"]
+    claim = store.claim(Step.RECOGNIZE, policy())
+    assert store.record_failure(claim, "boom", pause_seconds=30)
+    [paused] = heard()
+    stage, _, seconds = paused.partition(" ")
+    assert stage == "converted" and 25 < float(seconds) <= 30
+    with store.db.transaction() as conn:  # the pause is over: a claim may take it again
+        conn.execute("UPDATE records SET retry_after = now() WHERE id = %s", (record,))
+    heard()
+    claim = store.claim(Step.RECOGNIZE, policy())
+    from domain.claims import HaltReason
+
+    assert store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, "boom")
+    assert heard() == []
+    assert resume(store, record) == "converted"
+    assert heard() == ["converted"]
+    store.edit(record, owner["id"], title="still waiting")
+    assert heard() == []
+
+
+def test_nothing_is_heard_from_a_rolled_back_transaction(store, owner, heard):
+    """issue 10 §1: the wake-up comes on commit only."""
+    with pytest.raises(ValueError):
+        store.accept(owner["id"], [b""])  # refused inside its transaction
+    assert heard() == []
+
+
+class Sent:
+    """What a Wakeups feeds its actors, recorded."""
+
+    def __init__(self):
+        self.steps: list[Step] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, step: Step) -> None:
+        with self.lock:
+            self.steps.append(step)
+
+    def take(self) -> list[Step]:
+        with self.lock:
+            taken, self.steps = self.steps, []
+        return taken
+
+
+@pytest.fixture
+def wakeups(database_url):
+    from actors.wakeups import Wakeups
+
+    sent = Sent()
+    running = Wakeups(database_url, sent).start()
+    wait_for(lambda: running.listener.connected, 10)
+    wait_for(lambda: set(sent.take()) >= set(Step), 10)  # the catch-up after connecting
+    yield running, sent
+    running.stop()
+
+
+def test_the_listener_feeds_the_step_that_can_take_the_record(store, owner, wakeups):
+    """issue 10 §1: accepting wakes convert; the save that converts wakes recognize (the hand-off),
+    without any tick."""
+    running, sent = wakeups
+    add_record(store, owner)
+    assert wait_for(sent.take, 10) == [Step.CONVERT]
+    claim = store.claim(Step.CONVERT, policy())
+    store.save_result(claim, {"duration_seconds": 1.0})
+    assert wait_for(sent.take, 10) == [Step.RECOGNIZE]
+
+
+def test_a_pause_end_wakes_its_step_by_a_timer(store, owner, wakeups):
+    """issue 10 §1: a failure's retry pause ends with a wake-up from a local timer, not before."""
+    running, sent = wakeups
+    add_record(store, owner)
+    wait_for(sent.take, 10)
+    claim = store.claim(Step.CONVERT, policy())
+    failed_at = time.monotonic()
+    store.record_failure(claim, "boom", pause_seconds=1.0)
+    assert wait_for(sent.take, 10) == [Step.CONVERT]
+    assert time.monotonic() - failed_at >= 0.9
+    assert store.claim(Step.CONVERT, policy())
+
+
+def test_the_listener_reconnects_after_its_backend_is_terminated(store, owner, wakeups, database_url):
+    """issue 10 §1: a terminated listener connection is re-made; the catch-up wakes every step, and
+    later commits are heard again."""
+    running, sent = wakeups
+    first = running.listener.backend_pid
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert conn.execute("SELECT pg_terminate_backend(%s)", (first,)).fetchone()[0]
+    wait_for(lambda: running.listener.backend_pid not in (None, first), 15)
+    wait_for(lambda: set(sent.take()) >= set(Step), 10)
+    add_record(store, owner)
+    assert wait_for(sent.take, 10) == [Step.CONVERT]
+
+
+@pytest.fixture
+def own_server():
+    """A PostgreSQL server of this test's own, on its own socket and port, that it may restart."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+        from pgserver._commands import pg_ctl
+
+    directory = Path(tempfile.mkdtemp(prefix="trwk", dir="/tmp"))
+    server = pgserver.get_server(directory / "d", cleanup_mode="delete")
+
+    def restart():
+        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60)
+
+    yield server.get_uri(), restart
+    server.cleanup()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_the_listener_survives_a_server_restart(own_server):
+    """issue 10 §1: after the server restarts, the listener reconnects by itself and hears the
+    next accepted record."""
+    from actors.wakeups import Wakeups
+
+    url, restart = own_server
+    with Database(url, max_size=2) as db:
+        db.migrate()
+    sent = Sent()
+    running = Wakeups(url, sent).start()
+    try:
+        wait_for(lambda: running.listener.connected, 10)
+        restart()
+        wait_for(lambda: running.listener.connected, 30, every=0.1)
+        wait_for(lambda: set(sent.take()) >= set(Step), 10)
+        with Database(url, max_size=2) as db:
+            store = Store(db)
+            store.add_owner("bob")
+            add_record(store, store.owner_by_name("bob"))
+            assert wait_for(sent.take, 10) == [Step.CONVERT]
+    finally:
+        running.stop()
+
+
+def test_a_record_is_claimed_without_a_tick(store, owner, tmp_path):
+    """issue 10 §1: with the tick at 60 s, an accepted record is converted and handed to recognition
+    by the wake-ups alone, well within one tick."""
+    import actors
+    from media import encode
+    from transcriber.intake import accept_file
+    from transcriber.local import LocalPipeline
+
+    the_settings = settings(tick_seconds=60, engine="pocketsphinx")
+    with LocalPipeline(store, the_settings):
+        # the first tick's wake-ups are spent before the record exists
+        actors.broker.join(actors.QUEUE, timeout=30_000)
+        wait_for(_listening, 10)
+        record = accept_file(store, the_settings, encode(tmp_path / "a.wav"), owner_id=owner["id"])
+        wait_for(lambda: kinds(store, record).count("claimed") >= 2, 20, every=0.05)
+    claimed = [e["stage"] for e in store.events(record) if e["kind"] == "claimed"]
+    assert claimed[:2] == ["created", "converted"]
+
+
+def _listening() -> bool:
+    import actors
+
+    found = [m for m in actors.broker.middleware if isinstance(m, actors.ListenForWakeups)]
+    return bool(found) and found[0].wakeups is not None and found[0].wakeups.listener.connected

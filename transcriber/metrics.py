@@ -1,0 +1,111 @@
+"""Prometheus metrics: what this process did (claims, saves, refused writes, step runs and their
+durations, recognition's real-time factor) and, read from the database when scraped, where the
+records stand (per stage, halted by reason, waiting out a pause).
+
+The API serves both at GET /metrics. A worker process (`dramatiq actors`) serves its own
+counters on TRANSCRIBER_METRICS_PORT when that is set: each process takes the first free port
+from there on, so N worker processes answer on N consecutive ports.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from loguru import logger
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from db import Store
+
+CLAIMS = Counter("transcriber_claims", "Claim attempts by step and result (claimed, empty).",
+                 ["step", "result"])
+SAVES = Counter("transcriber_saves", "Step results saved (the record advanced).", ["step"])
+REFUSED = Counter("transcriber_refused_writes",
+                  "Holder writes refused because the claim had moved on (save, failure, halt, lease).", ["step"])
+STEP_RUNS = Counter("transcriber_step_runs", "Step runs by outcome.", ["step", "outcome"])
+STEP_SECONDS = Histogram("transcriber_step_duration_seconds", "Wall time of a step run, claim to outcome.",
+                         ["step", "outcome"],
+                         buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, float("inf")))
+RECOGNITION_RTF = Histogram("transcriber_recognition_realtime_factor",
+                            "Recognition wall seconds per second of audio (below 1: faster than real time).",
+                            buckets=(0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 5, float("inf")))
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def step_ran(step: str, outcome: str | None, seconds: float) -> None:
+    """One run of `step`: outcome None means its claim found no work."""
+    if outcome is None:
+        CLAIMS.labels(step, "empty").inc()
+        return
+    CLAIMS.labels(step, "claimed").inc()
+    STEP_RUNS.labels(step, outcome).inc()
+    STEP_SECONDS.labels(step, outcome).observe(seconds)
+    if outcome == "saved":
+        SAVES.labels(step).inc()
+    elif outcome in ("refused", "lost"):
+        REFUSED.labels(step).inc()
+
+
+def recognised(audio_seconds: float, wall_seconds: float) -> None:
+    if audio_seconds > 0:
+        RECOGNITION_RTF.observe(wall_seconds / audio_seconds)
+
+
+class QueueCollector:
+    """Where the records stand, read from the database at each scrape (one statement)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        records = GaugeMetricFamily("transcriber_records", "Records per stage (halted ones not included).",
+                                    labels=["stage"])
+        waiting = GaugeMetricFamily("transcriber_records_waiting", "Records waiting out a retry pause.",
+                                    labels=["stage"])
+        halted = GaugeMetricFamily("transcriber_records_halted", "Halted records by stage and reason.",
+                                   labels=["stage", "reason"])
+        try:
+            rows = self.store.queue_counts()
+        except Exception as error:  # a scrape while the database is away: the process counters still go out
+            logger.warning("metrics: the queue counts could not be read ({})", type(error).__name__)
+            return
+        for row in rows:
+            if row["reason"] is None:
+                records.add_metric([row["stage"]], row["records"])
+                waiting.add_metric([row["stage"]], row["waiting"])
+            else:
+                halted.add_metric([row["stage"], row["reason"]], row["records"])
+        yield from (records, waiting, halted)
+
+
+def exposition(store: Store | None = None) -> bytes:
+    """This process's metrics, and the queue's when a store is given, in Prometheus text format."""
+    text = generate_latest(REGISTRY)
+    if store is not None:
+        queue = CollectorRegistry(auto_describe=False)
+        queue.register(QueueCollector(store))
+        text += generate_latest(queue)
+    return text
+
+
+_exporter_port: int | None = None
+
+
+def serve_worker_metrics(first_port: int, tries: int = 64) -> int | None:
+    """Serve this process's metrics on the first free port from `first_port` on (once)."""
+    global _exporter_port
+    if _exporter_port is not None:
+        return _exporter_port
+    from prometheus_client import start_http_server
+
+    for port in range(first_port, first_port + tries):
+        try:
+            start_http_server(port, addr="0.0.0.0")
+        except OSError:
+            continue
+        _exporter_port = port
+        logger.info("worker metrics at http://0.0.0.0:{}/metrics", port)
+        return port
+    logger.warning("no free port for worker metrics from {} on; none served", first_port)
+    return None
