@@ -17,6 +17,7 @@ from actors.brokers import BrokerUnavailable, make_broker
 from actors.work import Outcome, run_once, stopping
 from db import Store
 from domain.claims import NO_WORK
+from domain.invariants import ORPHAN_GRACE_SECONDS
 from domain.stages import Step
 from transcriber import config, logs
 
@@ -105,9 +106,6 @@ def convert() -> None:
 def recognize() -> None:
     """Try to claim a record at `converted` and recognise it."""
     return _work(Step.RECOGNIZE)
-
-
-ORPHAN_GRACE_SECONDS = 3600
 
 
 @dramatiq.actor(actor_name="sweep", queue_name=QUEUE, max_retries=0, max_age=_MAX_AGE_MS)

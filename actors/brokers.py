@@ -2,6 +2,8 @@
 holds all state, so a lost or duplicated message never loses or doubles work."""
 from __future__ import annotations
 
+import contextlib
+import logging
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import dramatiq
@@ -20,6 +22,25 @@ def _hide_password(url: str) -> str:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
         return urlunsplit(parts._replace(netloc=netloc))
     return url
+
+
+@contextlib.contextmanager
+def _quiet(library: str):
+    """Silence a library's own log while we try it: its failure becomes our one line, not a
+    traceback printed by whatever logging the process set up (`dramatiq actors` sets some)."""
+    log = logging.getLogger(library)
+    before = log.level
+    log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        log.setLevel(before)
+
+
+def describe(error: BaseException) -> str:
+    """`Type: reason` in one line, also for exceptions whose text is empty (pika's)."""
+    reason = str(error) or "; ".join(str(arg) or repr(arg) for arg in error.args) or "no reason given"
+    return f"{type(error).__name__}: {' '.join(reason.split())}"
 
 
 def make_broker(url: str | None) -> dramatiq.Broker:
@@ -43,9 +64,10 @@ def make_broker(url: str | None) -> dramatiq.Broker:
             query = {"connection_attempts": "1", "stack_timeout": str(CONNECT_TIMEOUT_SECONDS),
                      "socket_timeout": str(CONNECT_TIMEOUT_SECONDS), **dict(parse_qsl(parts.query))}
             broker = RabbitmqBroker(url=urlunsplit(parts._replace(query=urlencode(query))))
-            if not broker.connection.is_open:  # opens it now, within the bounded wait
-                raise ConnectionError("connection did not open")
+            with _quiet("pika"):
+                if not broker.connection.is_open:  # opens it now, within the bounded wait
+                    raise ConnectionError("connection did not open")
             return broker
     except Exception as error:
-        raise BrokerUnavailable(f"broker unreachable at {_hide_password(url)}: {type(error).__name__}: {error}") from None
+        raise BrokerUnavailable(f"broker unreachable at {_hide_password(url)}: {describe(error)}") from None
     raise BrokerUnavailable(f"unsupported broker URL scheme {scheme!r}")

@@ -6,41 +6,70 @@ every worker: one tick source is enough, and the database arbitrates whatever ar
 from __future__ import annotations
 
 import signal
+import threading
+import time
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from loguru import logger
 
 import actors
+from actors.brokers import describe
 
 
 SWEEP_SECONDS = 3600
 
 
-def sweep() -> None:
-    actors.sweep.send()
+class BrokerWatch:
+    """Sends wake-ups; a broker outage is one warning when it is lost and one line when it is
+    back, not a traceback per tick. Nothing is lost meanwhile: wake-ups carry no state, and the
+    first tick after the outage wakes the workers for whatever waits in the database."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lost_at: float | None = None
+        self._missed = 0
+
+    def send(self, wake_up) -> bool:
+        try:
+            wake_up()
+        except Exception as error:  # whatever the broker's client raises, the broker is away
+            with self._lock:
+                self._missed += 1
+                if self._lost_at is None:
+                    self._lost_at = time.monotonic()
+                    logger.warning("broker unreachable, wake-ups wait until it is back: {}", describe(error))
+            return False
+        with self._lock:
+            if self._lost_at is not None:
+                logger.info("broker reachable again after {:.0f}s; {} wake-up(s) were not sent",
+                            time.monotonic() - self._lost_at, self._missed)
+                self._lost_at, self._missed = None, 0
+        return True
 
 
-def _add_tick(scheduler, tick_seconds: float) -> None:
-    scheduler.add_job(actors.tick, "interval", seconds=tick_seconds, id="tick", coalesce=True,
-                      max_instances=1, misfire_grace_time=None)
-    scheduler.add_job(sweep, "interval", seconds=SWEEP_SECONDS, id="sweep", coalesce=True,
-                      max_instances=1, misfire_grace_time=None)
+def _add_tick(scheduler, tick_seconds: float) -> BrokerWatch:
+    watch = BrokerWatch()
+    scheduler.add_job(watch.send, "interval", args=[actors.tick], seconds=tick_seconds, id="tick",
+                      coalesce=True, max_instances=1, misfire_grace_time=None)
+    scheduler.add_job(watch.send, "interval", args=[actors.sweep.send], seconds=SWEEP_SECONDS, id="sweep",
+                      coalesce=True, max_instances=1, misfire_grace_time=None)
+    return watch
 
 
 def start_background(tick_seconds: float) -> BackgroundScheduler:
     """A ticking scheduler on a background thread; call `shutdown()` to stop it."""
     scheduler = BackgroundScheduler(daemon=True)
-    _add_tick(scheduler, tick_seconds)
+    watch = _add_tick(scheduler, tick_seconds)
     scheduler.start()
-    actors.tick()  # the first wake-up at once, not one tick from now
+    watch.send(actors.tick)  # the first wake-up at once, not one tick from now
     return scheduler
 
 
 def run_forever(tick_seconds: float) -> None:
     """Tick until SIGTERM or SIGINT, then stop cleanly."""
     scheduler = BlockingScheduler()
-    _add_tick(scheduler, tick_seconds)
+    watch = _add_tick(scheduler, tick_seconds)
 
     def stop(signum, frame):
         logger.info("scheduler stopping (signal {})", signum)
@@ -49,6 +78,6 @@ def run_forever(tick_seconds: float) -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     logger.info("scheduler ticking every {:g}s", tick_seconds)
-    actors.tick()
+    watch.send(actors.tick)
     scheduler.start()
     logger.info("scheduler stopped")

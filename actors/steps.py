@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, UndecodableAudio, pcm16k
+from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, TooLong, UndecodableAudio, pcm16k
 from audio.engines import engine
 from audio.windows import end_of, start_byte, windows
 from db import Store
@@ -39,7 +39,7 @@ def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
 
         def pieces():
             nonlocal done
-            for piece in pcm16k(original):
+            for piece in pcm16k(original, max_seconds=settings.max_audio_seconds):
                 done += len(piece) / BYTES_PER_SECOND
                 beat(done)
                 yield piece
@@ -48,6 +48,8 @@ def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
             blob_id, size = store.store_blob(pieces(), PCM_MEDIA_TYPE)
         except UndecodableAudio as error:
             raise PermanentStepError(HaltReason.UNDECODABLE_AUDIO, str(error)) from None
+        except TooLong as error:  # its declaration lied, or it came in before the cap was lowered
+            raise PermanentStepError(HaltReason.AUDIO_TOO_LONG, str(error)) from None
     return {"converted_blob_id": blob_id, "duration_seconds": size / BYTES_PER_SECOND}
 
 

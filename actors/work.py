@@ -86,7 +86,8 @@ class Heartbeat:
             raise ClaimLost()
 
     def checkpoint(self, from_seconds: float, to_seconds: float, segments: list[dict], language: str | None) -> None:
-        """Save a recognised window under the token; ClaimLost if the claim moved on."""
+        """Save a recognised window under the token; ClaimLost if the claim moved on,
+        CheckpointRefused (a failed attempt) if the window does not meet the last checkpoint."""
         self(to_seconds)
         if not self.store.checkpoint(self.claim, from_seconds, to_seconds, segments, language,
                                      self.policy.lease_seconds):
@@ -101,6 +102,9 @@ def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event
         return NO_WORK
     log = logger.bind(record_id=claim.record_id, stage=step.source)
     record = store.read_record(claim.record_id)
+    if record is None:  # deleted by its owner right after the claim: nothing to work, nothing to save
+        log.info("record {} was deleted; nothing to do", claim.record_id)
+        return Outcome.REFUSED
     spec = STEPS[step]
     try:
         with Heartbeat(store, claim, policy, stop) as beat:

@@ -78,9 +78,10 @@ class Database:
                 logger.info("migration {} ({}) applied", version, name)
         return applied_now
 
-    def ping(self) -> bool:
+    def ping(self, timeout: float | None = None) -> bool:
+        """Whether the database answers; `timeout` bounds the wait for a pooled connection."""
         try:
-            with self.transaction() as conn:
+            with self._pool.connection(timeout=timeout) as conn:
                 return conn.execute(query("ping")).fetchone()["ok"] == 1
         except (psycopg.Error, PoolTimeout):
             return False

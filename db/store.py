@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 from db.database import Database
 from db.queries import query, template
 from db.web import WebStore
-from domain.claims import NO_WORK, Claim, HaltReason, NoWork
+from domain.claims import NO_WORK, CheckpointRefused, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
 from domain.stages import Step
@@ -59,7 +59,8 @@ class Store(WebStore):
     def claim(self, step: Step, policy: StepPolicy) -> Claim | NoWork:
         """Claim the oldest eligible record of the step's stage, or report no work (P1, P2).
 
-        A record found past its stage's time limit is halted here, by its claimer (P4, P5), and
+        A record found past its stage's time limit, or whose leases ran out too often (its
+        worker died or hung each time: issue 8 §2), is halted here, by its claimer (P4, P5), and
         the search goes on.
         """
         params = {
@@ -73,15 +74,18 @@ class Store(WebStore):
                 if row is None:
                     return NO_WORK
                 claim = Claim(row["id"], row["claim_token"], step)
-                if row["overdue"]:
-                    error = f"stayed in stage {step.source} longer than {policy.time_limit_seconds:g}s"
-                    self._halt(conn, claim, HaltReason.STAGE_TIME_LIMIT, error, 0)
-            if not row["overdue"]:
-                _record_log(claim.record_id, step.source, "claimed").info(
-                    "record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds
-                )
+                halt = _claim_halt(row, step, policy)
+                if halt is not None:
+                    self._halt(conn, claim, *halt, 0)
+            if halt is None:
+                log = _record_log(claim.record_id, step.source, "claimed")
+                log.info("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds)
+                if row["lost_leases"]:
+                    log.warning("record {}: {} earlier claim(s) for {} ran out of lease with nothing written "
+                                "(worker lost); it is halted at {}", claim.record_id, row["lost_leases"], step,
+                                policy.max_lost_leases)
                 return claim
-            self._log_halt(claim, step.source, HaltReason.STAGE_TIME_LIMIT, error)
+            self._log_halt(claim, step.source, *halt)
 
     def read_record(self, record_id: int) -> dict | None:
         with self.db.transaction() as conn:
@@ -150,7 +154,10 @@ class Store(WebStore):
     def checkpoint(self, claim: Claim, from_seconds: float, to_seconds: float, segments: list[dict],
                    language: str | None, lease_seconds: float) -> bool:
         """Save one recognised window's segments and move the checkpoint from `from_seconds` to
-        `to_seconds`, only while the claim is its own (P3); False when refused."""
+        `to_seconds`, only while the claim is its own (P3); False when the claim moved on.
+
+        Raises CheckpointRefused when the claim is still its own but the window does not start
+        at the record's last checkpoint: that run is a failed attempt, not a lost claim."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 query("checkpoint"),
@@ -159,6 +166,11 @@ class Store(WebStore):
                  "lease_seconds": lease_seconds},
             ).fetchone()
             if row is None:
+                why = conn.execute(query("checkpoint_refusal"), {"id": claim.record_id, "token": claim.token}).fetchone()
+                if why is not None and why["still_held"]:
+                    raise CheckpointRefused(
+                        f"checkpoint {from_seconds:g}-{to_seconds:g}s refused: the last checkpoint of record "
+                        f"{claim.record_id} is at {why['recognized_seconds']:g}s")
                 self._refuse(conn, claim, "checkpoint")
         if row is not None:
             _record_log(claim.record_id, claim.step.source, "checkpoint").debug(
@@ -170,6 +182,8 @@ class Store(WebStore):
         """Give the claim back unfinished, so the record need not wait out the lease."""
         with self.db.transaction() as conn:
             released = conn.execute(query("release"), {"id": claim.record_id, "token": claim.token}).fetchone()
+            if released is None:
+                self._refuse(conn, claim, "release")
         if released:
             _record_log(claim.record_id, claim.step.source, "released").info(
                 "record {} released unfinished by a stopping {} worker", claim.record_id, claim.step
@@ -362,6 +376,17 @@ class Store(WebStore):
     def status(self) -> list[dict]:
         with self.db.transaction() as conn:
             return conn.execute(query("status")).fetchall()
+
+
+def _claim_halt(row: dict, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:
+    """Why a record just claimed must be halted by its claimer instead of worked, if it must."""
+    if row["overdue"]:
+        return HaltReason.STAGE_TIME_LIMIT, f"stayed in stage {step.source} longer than {policy.time_limit_seconds:g}s"
+    if policy.worker_lost(row["lost_leases"]):
+        return HaltReason.WORKER_LOST, (
+            f"{row['lost_leases']} claims for {step} ran out of lease with nothing written: its worker died or "
+            f"hung each time (TRANSCRIBER_MAX_LOST_LEASES={policy.max_lost_leases})")
+    return None
 
 
 def _adapt(value: object) -> object:

@@ -50,4 +50,6 @@ def card(row: dict, now: datetime | None = None) -> dict:
         "engine": row["engine"],
         "language": row["language"],
         "links": links(record_id),
+        # claims of this stage whose lease ran out with nothing written (issue 8 §2)
+        "lost_leases": row.get("lost_leases", 0),
     }

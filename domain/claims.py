@@ -63,5 +63,12 @@ class ClaimLost(Exception):
     """Raised inside a running step when its claim is no longer its own (P3)."""
 
 
+class CheckpointRefused(Exception):
+    """A checkpoint refused while the claim is still the step's own: the window does not start
+    where the record's last checkpoint ended. Not a lost claim (nobody else holds it, so taking
+    it for one would leave the lease to run out and the record to be claimed again forever):
+    the run is a failed attempt (P4), and the next one goes on from the last checkpoint."""
+
+
 class Abandoned(Exception):
     """Raised inside a running step when its worker is shutting down: it saves nothing."""

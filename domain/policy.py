@@ -27,6 +27,11 @@ class StepPolicy:
     def exhausted(self, failures: int) -> bool:
         return failures >= self.max_attempts
 
+    def worker_lost(self, lost_leases: int) -> bool:
+        """Whether a record whose claims ran out of lease `lost_leases` times (each time its
+        worker died or hung, writing nothing) is halted instead of run again."""
+        return lost_leases >= self.max_lost_leases
+
     @property
     def renew_every_seconds(self) -> float:
         """A running step renews its lease at a third of it, so two renewals may be lost in a

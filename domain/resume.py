@@ -26,6 +26,8 @@ RESUME_RESETS: dict[str, object] = {
     # leftover failures and pause would delay the first run
     "failures": 0,
     "retry_after": None,
+    # leftover lost leases would halt it again after fewer crashes than the limit allows
+    "lost_leases": 0,
     # a leftover stage-entry time would halt it again on the first claim
     "stage_entered_at": NOW,
 }

@@ -28,6 +28,22 @@ def speech_pcm() -> bytes:
     return b"".join(pcm16k(SAMPLE))
 
 
+def write_audio(out, samples: np.ndarray, codec: str, rate: int, layout: str = "mono") -> None:
+    """Encode 16 kHz mono s16 `samples` into a new audio stream of `out` at `rate` in `layout`."""
+    stream = out.add_stream(codec, rate=rate, layout=layout)
+    resampler = av.AudioResampler(format=stream.codec_context.format, layout=layout, rate=rate)
+    fifo = av.AudioFifo()
+    source = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+    source.rate = 16000
+    for frame in resampler.resample(source) + resampler.resample(None):
+        fifo.write(frame)
+    size = stream.codec_context.frame_size or 1024
+    while frame := fifo.read(size, partial=True):
+        frame.pts = None
+        out.mux(stream.encode(frame))
+    out.mux(stream.encode(None))
+
+
 def encode(path: Path, kind: str = "wav", repeat: int = 1, video: bool = False) -> Path:
     """Write the sample speech (repeated `repeat` times) to `path` as `kind`."""
     fmt, codec, rate, _ = KINDS[kind]
@@ -36,18 +52,7 @@ def encode(path: Path, kind: str = "wav", repeat: int = 1, video: bool = False) 
         if video:
             picture = out.add_stream("mpeg4", rate=5)
             picture.width, picture.height, picture.pix_fmt = 64, 48, "yuv420p"
-        stream = out.add_stream(codec, rate=rate, layout="mono")
-        resampler = av.AudioResampler(format=stream.codec_context.format, layout="mono", rate=rate)
-        fifo = av.AudioFifo()
-        source = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
-        source.rate = 16000
-        for frame in resampler.resample(source) + resampler.resample(None):
-            fifo.write(frame)
-        size = stream.codec_context.frame_size or 1024
-        while frame := fifo.read(size, partial=True):
-            frame.pts = None
-            out.mux(stream.encode(frame))
-        out.mux(stream.encode(None))
+        write_audio(out, samples, codec, rate)
         if video:
             seconds = samples.shape[1] / 16000
             for i in range(int(seconds * 5)):

@@ -28,7 +28,9 @@ def test_operator_add_and_tokens_kept_apart(env, make_api, store):
     duplicate = run(env, "operator", "add", "olga")
     assert duplicate.returncode == 2 and "already exists" in duplicate.stderr
     empty = run(env, "operator", "add", " ")
-    assert empty.returncode == 2 and "empty" in empty.stderr
+    assert empty.returncode == 2 and "an operator name may not be empty" in empty.stderr
+    control = run(env, "operator", "add", "ol\x1bga")
+    assert control.returncode == 2 and "invisible" in control.stderr
 
     api = make_api()
     owner_token = api.token("alice")
@@ -126,5 +128,8 @@ def test_delete_command(env, store, tmp_path):
     events = store.events(record_id)
     assert [e["kind"] for e in events] == ["deleted"] and events[0]["detail"]["as"] == "operator"
     assert store.card_row(record_id) is None
+    journal = [json.loads(line) for line in run(env, "events", str(record_id)).stdout.splitlines()]
+    assert [(e["kind"], e["origin"]) for e in journal] == [("deleted", "human")]
+    assert run(env, "events", str(record_id + 1000)).returncode == 2
     again = run(env, "delete", str(record_id))
     assert again.returncode == 2 and "no record" in again.stderr

@@ -94,3 +94,22 @@ def test_status_counts_what_the_operator_needs(store, owner, db):
     assert (created["active"], created["claimed"], created["waiting"], created["halted"]) == (3, 1, 1, 1)
     assert 89 <= created["oldest_eligible_seconds"] < 100  # the one record nobody holds
     assert claimed.record_id not in (failed.record_id, halted.record_id)
+
+
+def test_successful_save_resets_failures_and_pause(store, owner):
+    """Issue 8 §6, P4: a save after failed runs resets the failure count and the retry pause: the
+    next stage starts with every attempt and no pause, and its own first failure is attempt 1."""
+    record_id = add_record(store, owner)
+    p = policy(backoff=0, max_attempts=3)
+    for error in ("first", "second"):
+        fail_once(store, p, error)
+    row = store.read_record(record_id)
+    assert row["failures"] == 2 and row["retry_after"] is not None
+    claim = store.claim(Step.CONVERT, p)
+    assert store.save_result(claim, {"duration_seconds": 1.0})
+    row = store.read_record(record_id)
+    assert (row["stage"], row["failures"], row["retry_after"]) == ("converted", 0, None)
+    recognition = store.claim(Step.RECOGNIZE, policy(backoff=100, max_attempts=3))
+    assert recognition.record_id == record_id
+    assert store.record_failure(recognition, "recognizer crashed", 100)
+    assert store.read_record(record_id)["failures"] == 1

@@ -22,12 +22,12 @@ def test_three_claims_at_once_one_wins(store, owner):
     """P2-S1: three concurrent claims for one eligible record: exactly one gets it."""
     record_id = add_record(store, owner)
     for _ in range(5):  # repeat the race: a lucky interleaving must not make it pass
-        results = run_together(3, lambda i: store.claim(Step.CONVERT, policy(lease=0.2)))
+        results = run_together(3, lambda i: store.claim(Step.CONVERT, policy()))
         winners = [r for r in results if isinstance(r, Claim)]
         assert len(winners) == 1
         assert winners[0].record_id == record_id
         assert results.count(NO_WORK) == 2
-        time.sleep(0.3)  # let the lease run out for the next round
+        assert store.release(winners[0])  # free it for the next round
     assert kinds(store, record_id).count("claimed") == 5
 
 
@@ -99,6 +99,28 @@ def test_selection_order_is_stage_entry_then_id(store, owner, db):
                          "WHERE id = %s", [record_id])
     claimed = [store.claim(Step.CONVERT, policy()).record_id for _ in ids]
     assert claimed == sorted(ids)
+
+
+def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url):
+    """Issue 8 §6, P2: the claim order's id tie-break is in the statement, not an accident of the
+    claim index. Records tie on stage-entry time and lie in the table in reverse id order; a
+    claimer whose plan cannot use the index (a sequential scan and a sort, as after the index
+    is dropped or the planner prefers the table) still claims them in ascending id order."""
+    from psycopg.conninfo import make_conninfo
+
+    from db import Database, Store
+
+    ids = [add_record(store, owner) for _ in range(6)]
+    with store.db.transaction() as conn:
+        for record_id in reversed(ids):  # each row's new version lands after the last one written
+            conn.execute("UPDATE records SET stage_entered_at = date_trunc('minute', now()) "
+                         "WHERE id = %s", [record_id])
+        physical = [r["id"] for r in conn.execute("SELECT id FROM records ORDER BY ctid").fetchall()]
+    assert physical == ids[::-1]
+    no_index = "-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off"
+    with Database(make_conninfo(database_url, options=no_index), max_size=1) as scanning:
+        claimed = [Store(scanning).claim(Step.CONVERT, policy()).record_id for _ in ids]
+    assert claimed == ids
 
 
 def test_stress_every_record_claimed_and_saved_once(store, owner):

@@ -25,3 +25,12 @@ def test_docs_assets_are_served_locally(make_api):
         assert "/openapi.json" in html
     script = api.http.get("/static-offline-docs/swagger-ui-bundle.js")
     assert script.status_code == 200 and len(script.content) > 100_000
+
+
+def test_openapi_names_the_new_addresses(make_api):
+    """issue 9 §2–§5: the OpenAPI document (what /docs shows) has the audio, delete, panel and
+    OpenAI-compatible addresses."""
+    paths = make_api().http.get("/openapi.json").json()["paths"]
+    assert "get" in paths["/records/{raw_id}/audio"] and "delete" in paths["/records/{raw_id}"]
+    assert "post" in paths["/v1/audio/transcriptions"]
+    assert {"/admin/api/status", "/admin/api/halted", "/admin/api/records/{raw_id}/resume"} <= set(paths)

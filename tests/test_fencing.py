@@ -6,7 +6,7 @@ import time
 import pytest
 
 from conftest import add_record, kinds, policy, run_together
-from domain.claims import HaltReason
+from domain.claims import NO_WORK, HaltReason
 from domain.resume import resume
 from domain.stages import Step
 
@@ -116,3 +116,17 @@ def test_stale_lease_renewal_refused(store, owner):
     assert after["progress_seconds"] is None
     assert store.renew_lease(current, 3600, progress_seconds=5.0)
     assert store.read_record(record_id)["progress_seconds"] == 5.0
+
+
+def test_stale_release_refused(store, owner):
+    """Issue 8 §6, P3: a stale holder's give-back (a stopping worker whose lease already ran out
+    and went to another claim) is refused: the current holder keeps its token and lease, and the
+    record is not handed to a third claimer."""
+    record_id, stale, current, before = _stale_and_current(store, owner)
+    assert not store.release(stale)
+    after = store.read_record(record_id)
+    assert (after["claim_token"], after["lease_expires_at"]) == (current.token, before["lease_expires_at"])
+    assert kinds(store, record_id)[-1] == "save_refused"
+    assert store.claim(Step.CONVERT, policy()) is NO_WORK
+    assert store.release(current)
+    assert store.read_record(record_id)["claim_token"] is None

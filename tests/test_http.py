@@ -298,3 +298,29 @@ def test_list_is_newest_first_and_paginated(make_api, tmp_path):
     rest = api.http.get(page["next"], headers=api.auth(token)).json()
     assert [c["id"] for c in rest["items"]] == ids[::-1][2:4]
     assert api.http.get("/records?limit=0", headers=api.auth(token)).status_code == 422
+
+
+def test_another_owners_done_text_is_not_found(make_api, tmp_path, store):
+    """Issue 8 §6, P6: the text address of another owner's *done* record answers 404 exactly as
+    a missing record does, in every format, and carries none of the text; its owner gets it."""
+    from domain.stages import Step
+
+    api = make_api()
+    alice, bob = api.token("alice"), api.token("bob")
+    bobs = api.upload(bob, encode(tmp_path / "a.wav", "wav")).json()["id"]
+    secret = "the quarterly figures are confidential"
+    the_policy = api.settings.policy(Step.CONVERT)
+    assert store.save_result(store.claim(Step.CONVERT, the_policy), {"duration_seconds": 3.0})
+    recognition = store.claim(Step.RECOGNIZE, the_policy)
+    segment = {"start": 0.0, "end": 3.0, "text": secret, "words": []}
+    assert store.checkpoint(recognition, 0.0, 3.0, [segment], "en", 60)
+    assert store.save_result(recognition, {"transcript": secret, "engine": "test"})
+    assert api.card(bob, bobs)["stage"] == "done"
+    for fmt in ("txt", "srt", "vtt", "json"):
+        address = f"/records/{{}}/text?format={fmt}"
+        foreign = api.http.get(address.format(bobs), headers=api.auth(alice))
+        absent = api.http.get(address.format(bobs + 1000), headers=api.auth(alice))
+        assert foreign.status_code == absent.status_code == 404, fmt
+        assert foreign.json() == absent.json() and "confidential" not in foreign.text
+        own = api.http.get(address.format(bobs), headers=api.auth(bob))
+        assert own.status_code == 200 and "confidential" in own.text

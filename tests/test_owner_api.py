@@ -120,6 +120,25 @@ def test_delete_between_a_step_and_its_save(make_api, store, db, tmp_path):
     assert _counts(db) == (0, 0, 0)
 
 
+def test_delete_right_after_a_claim(make_api, store, db, tmp_path):
+    """issue 9 §2: the owner deletes the record the moment a worker has claimed it, before the
+    step reads it: the run ends without error (REFUSED), nothing is re-created."""
+    api = make_api()
+    alice = api.token("alice")
+    record_id = api.upload(alice, encode(tmp_path / "a.wav", "wav")).json()["id"]
+    real_claim = store.claim
+
+    def claim_then_deleted(step, policy):
+        claim = real_claim(step, policy)
+        assert api.http.delete(f"/records/{record_id}", headers=api.auth(alice)).status_code == 204
+        return claim
+
+    store.claim = claim_then_deleted
+    assert run_once(store, api.settings, Step.CONVERT) == Outcome.REFUSED
+    _assert_erased(db, store, record_id, "alice", "owner")
+    assert _counts(db) == (0, 0, 0)
+
+
 def test_two_deletes_at_once(make_api, store, db, tmp_path):
     """issue 9 §2: two deletions of one record released together: one 204, one 404, one
     journal line."""

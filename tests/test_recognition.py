@@ -184,6 +184,52 @@ def test_card_progress_advances_window_by_window(store, owner, tmp_path):
     assert shown["progress_seconds"] == 29.5 and shown["language"] == "en" and not shown["working"]
 
 
+def test_checkpoint_that_misses_the_last_one_is_refused_as_a_failure(store, owner):
+    """Issue 8 (known defect), P3/P4: a checkpoint whose window does not start at the record's
+    last checkpoint is refused even though the claim is still the writer's own; that is not a
+    lost claim (the journal has no save_refused), it raises CheckpointRefused naming both
+    positions, and nothing is written."""
+    from conftest import add_record, policy
+    from domain.claims import CheckpointRefused
+
+    record_id = add_record(store, owner)
+    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 60.0})
+    claim = store.claim(Step.RECOGNIZE, policy())
+    segment = {"start": 0.0, "end": 1.0, "text": "x", "words": []}
+    assert store.checkpoint(claim, 0.0, 29.5, [segment], "en", 60)
+    with pytest.raises(CheckpointRefused, match="29.6-59s refused.* at 29.5s"):
+        store.checkpoint(claim, 29.6, 59.0, [segment], "en", 60)
+    row = store.read_record(record_id)
+    assert (row["recognized_seconds"], len(row["segments"]), row["claim_token"]) == (29.5, 1, claim.token)
+    assert "save_refused" not in kinds(store, record_id)
+
+
+def test_refused_checkpoint_ends_halted_not_claimed_forever(store, owner, tmp_path, monkeypatch):
+    """Issue 8 (known defect), P4: a recognition whose checkpoints are refused while its claim is
+    live (here a window start that is off by a second, as a windowing bug would give) counts a
+    failed attempt per run with a clear error, and halts with attempts_exhausted; before, each
+    run ended as a lost claim and the record was claimed again forever."""
+    import actors.steps
+
+    real_windows = actors.steps.windows
+
+    def shifted(pcm, start_seconds=0.0):
+        for at, window in real_windows(pcm, start_seconds):
+            yield at + 1.0, window
+
+    monkeypatch.setattr(actors.steps, "windows", shifted)
+    record_id = accept(store, owner, encode(tmp_path / "speech.flac", "flac"))
+    s = settings(engine="pocketsphinx", max_attempts=2, backoff_seconds=0)
+    assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    assert run_once(store, s, Step.RECOGNIZE) == Outcome.FAILED
+    assert run_once(store, s, Step.RECOGNIZE) == Outcome.HALTED
+    row = store.read_record(record_id)
+    assert (row["stage"], row["halt_reason"], row["failures"]) == ("converted", "attempts_exhausted", 2)
+    assert row["halt_error"].startswith("CheckpointRefused: checkpoint 1-") and "at 0s" in row["halt_error"]
+    assert row["recognized_seconds"] == 0 and not row["segments"]
+    assert "save_refused" not in kinds(store, record_id)
+
+
 # --- the recognizer process: deadlines, replacement ----------------------------------------------
 
 def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from actors.work import Outcome, run_once
-from conftest import add_record, kinds, settings, work_until_idle
+from conftest import add_record, kinds, policy, settings, work_until_idle
 from domain.claims import Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -201,3 +201,35 @@ def test_recognizer_process_death_is_a_failed_attempt(store, owner, tmp_path):
 
 def kinds_detail(store, record_id) -> str:
     return " ".join(str(e["detail"]) for e in store.events(record_id))
+
+
+def test_lease_renewal_does_not_wait_for_the_step(store, owner):
+    """Issue 8 §6, P3: the lease is renewed on a thread of its own, not between the step's beats:
+    while the step waits (on a slow recognizer child) without beating, the lease is still
+    extended; and a step silent for a whole lease is taken for hung, its lease left to run out,
+    so another worker can take the record over."""
+    from actors.work import Heartbeat
+
+    record_id = add_record(store, owner)
+    slow = policy(lease=9)  # renewed every 3 s; taken for hung after 9 s without a beat
+    claim = store.claim(Step.CONVERT, slow)
+    granted = store.read_record(record_id)["lease_expires_at"]
+    with Heartbeat(store, claim, slow, threading.Event()) as beat:
+        beat(0.0)
+        deadline = time.monotonic() + slow.lease_seconds
+        while store.read_record(record_id)["lease_expires_at"] <= granted:  # no beat meanwhile
+            assert time.monotonic() < deadline, "the lease was not renewed while the step was busy"
+            time.sleep(0.1)
+        beat(1.0)
+    assert store.read_record(record_id)["progress_seconds"] in (0.0, 1.0)
+    assert store.save_result(claim, {"duration_seconds": 1.0})
+
+    record_id = add_record(store, owner)
+    short = policy(lease=1)
+    claim = store.claim(Step.CONVERT, short)
+    with Heartbeat(store, claim, short, threading.Event()):  # a step that never beats
+        deadline = time.monotonic() + 120
+        while not isinstance(other := store.claim(Step.CONVERT, policy()), Claim):
+            assert time.monotonic() < deadline, "a silent step's lease never ran out"
+            time.sleep(0.2)
+    assert other.record_id == record_id and other.token > claim.token

@@ -30,12 +30,11 @@ def _print_json(value: object) -> None:
 
 
 def _record_id(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a record id is a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"a record id is positive, got {text!r}")
+    from transcriber.inputs import record_id
+
+    value = record_id(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"a record id is a positive whole number in ASCII digits, got {text!r}")
     return value
 
 
@@ -128,8 +127,10 @@ def cmd_card(args, settings) -> int:
 
 def cmd_events(args, settings) -> int:
     store = open_store(settings)
-    _card_or_fail(store, args.id)
-    for event in store.events(args.id):
+    events = store.events(args.id)
+    if not events:  # an erased record still has its `deleted` line
+        _card_or_fail(store, args.id)
+    for event in events:
         _print_json({**event, "at": event["at"].isoformat()})
     return 0
 
@@ -147,6 +148,23 @@ def cmd_status(args, settings) -> int:
     if not rows:
         print("no records yet")
     return 0
+
+
+def cmd_check(args, settings) -> int:
+    from db.check import Facts
+    from domain.invariants import check
+
+    store = open_store(settings)
+    report = check(Facts(store.db))
+    if args.json:
+        _print_json(report.as_json())
+    else:
+        for violation in report.violations:
+            print(violation.line())
+        states = ", ".join(f"{count} {state}" for state, count in report.counts.items())
+        print(f"{sum(report.counts.values())} records ({states}); "
+              f"{len(report.violations)} violation(s)" + ("" if report.violations else ": sound"))
+    return 0 if report.sound else 1
 
 
 def cmd_resume(args, settings) -> int:
@@ -167,8 +185,10 @@ def resume_command(record_id: int, settings) -> int:
 def cmd_operator_add(args, settings) -> int:
     from db.web import DuplicateOperator
 
-    if not args.name.strip():
-        raise UserError("an operator's name may not be empty")
+    try:
+        check_name(args.name)  # the same rule as owners' names
+    except InvalidOwnerName as error:
+        raise UserError(str(error).replace("an owner name", "an operator name")) from None
     try:
         token = open_store(settings).add_operator(args.name)
     except DuplicateOperator as error:
@@ -289,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="counts per stage, halted, waiting, oldest eligible age")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("check", help="verify INV-1 over the whole database; exit 1 with a line per violation")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("resume", help="return a halted record to work from its stage")
     p.add_argument("id", type=_record_id)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from audio.decode import UndecodableAudio, probe
+from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
+from transcriber import inputs
 from transcriber.config import Settings
 
 READ_BYTES = 1 << 20
@@ -34,12 +35,34 @@ class NotAudio(IntakeError):
     code = "not_audio"
 
 
+class AudioTooLong(IntakeError):
+    status = 413
+    code = "audio_too_long"
+
+
+class UnsupportedAudio(IntakeError):
+    status = 415
+    code = "unsupported_audio"
+
+
 class UnknownOwner(IntakeError):
     code = "unknown_owner"
 
 
 class BadLanguage(IntakeError):
     code = "bad_language"
+
+
+class BadText(IntakeError):
+    code = "bad_text"
+
+
+def checked_text(field: str, value: str) -> str:
+    """`value` if the database can store it as the record's `field`; BadText otherwise."""
+    problem = inputs.text_problem(value)
+    if problem:
+        raise BadText(f"the {field} {problem}")
+    return value
 
 
 def checked_language(settings: Settings, language: str | None) -> str | None:
@@ -74,7 +97,8 @@ def _read(path: Path) -> Iterator[bytes]:
 def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
                 source_name: str | None = None, language: str | None = None) -> int:
     """Check the file at `path` holds decodable audio and accept it; return the record id."""
-    name = source_name or path.name
+    name = inputs.source_name(source_name or path.name)
+    title = checked_text("title", title)
     language = checked_language(settings, language)
     size = path.stat().st_size
     if size == 0:
@@ -82,7 +106,11 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     if size > settings.max_upload_bytes:
         raise TooLarge(f"{size_limit_message(settings)}: {name}")
     try:
-        probe(path)
+        probe(path, max_seconds=settings.max_audio_seconds)
+    except TooLong as error:
+        raise AudioTooLong(f"audio too long: {name}: {error}") from None
+    except UnsupportedStream as error:
+        raise UnsupportedAudio(f"unsupported audio: {name}: {error}") from None
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
     return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name, language=language)
@@ -93,7 +121,7 @@ def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, tit
     """Accept the file at `path` for the owner called `owner`; return the new record's id."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
-    found = store.owner_by_name(owner)
+    found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
     return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language)

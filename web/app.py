@@ -15,14 +15,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audio.formats import FORMATS, MEDIA_TYPES, render
 from db import Store
 from domain.card import card, links
+from transcriber import inputs
 from transcriber.config import Settings
 from transcriber.intake import IntakeError, TooLarge, accept_file, size_limit_message
+from web.health import DatabaseProbe
+from web import pages
 
 COPY_BYTES = 1 << 20
 
@@ -41,18 +43,10 @@ def _error(status: int, code: str, message: str, **extra) -> JSONResponse:
 NOT_FOUND = ("not_found", "no such record")
 
 
-class Edit(BaseModel):
-    """The owner's edit: these three fields only; anything else is refused (422)."""
-
-    model_config = ConfigDict(extra="forbid")
-    title: str | None = Field(default=None, max_length=500)
-    summary: str | None = Field(default=None, max_length=20_000)
-    topics: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
-
-
 def create_app(store: Store, settings: Settings) -> FastAPI:
     app = FastAPIOffline(title="Transcriber", version="0.1.0",
                          description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
+    pages.mount(app, store, settings)  # the owner's page at / and the panel at /admin
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, error: ApiError):
@@ -60,7 +54,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        code = {404: "not_found", 405: "method_not_allowed", 413: TooLarge.code}.get(error.status_code, "http_error")
         return _error(error.status_code, code, str(error.detail))
 
     @app.exception_handler(RequestValidationError)
@@ -74,14 +68,9 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                                           type(error).__name__)
         return _error(500, "internal", "internal error")
 
-    @app.middleware("http")
-    async def refuse_oversized(request: Request, call_next):
-        # A declared body over the limit is refused before it is read.
-        length = request.headers.get("content-length")
-        if request.method == "POST" and length and length.isdigit() \
-                and int(length) > settings.max_upload_bytes + 64 * 1024:
-            return _error(413, TooLarge.code, size_limit_message(settings))
-        return await call_next(request)
+    # a body over the limit (the file plus room for the form around it) is refused as it comes
+    app.add_middleware(inputs.BodyLimit, limit=settings.max_upload_bytes + 64 * 1024,
+                       message=size_limit_message(settings), code=TooLarge.code)
 
     def owner(request: Request) -> dict:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -96,9 +85,10 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     Owner = Annotated[dict, Depends(owner)]
 
     def record_id(raw: str) -> int:
-        if not raw.isdigit() or len(raw) > 18:
+        found = inputs.record_id(raw)
+        if found is None:
             raise ApiError(404, *NOT_FOUND)
-        return int(raw)
+        return found
 
     def own_card(raw_id: str, who: dict) -> dict:
         row = store.card_row(record_id(raw_id), who["id"])
@@ -106,17 +96,23 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
             raise ApiError(404, *NOT_FOUND)
         return card(row)
 
+    database_probe = DatabaseProbe(store.db)
+
     @app.get("/healthz", tags=["service"])
     def healthz():
-        reachable = store.db.ping()
-        return JSONResponse({"status": "ok" if reachable else "degraded", "database": reachable},
-                            status_code=200 if reachable else 503)
+        """200 `{status: ok, database: true}`, or within about 2 s whatever the database does,
+        503 `{status: degraded, database: false, error: database_unavailable, message}`."""
+        if database_probe.check():
+            return JSONResponse({"status": "ok", "database": True})
+        return JSONResponse({"status": "degraded", "database": False, "error": "database_unavailable",
+                             "message": f"the database did not answer within {database_probe.timeout:g}s"},
+                            status_code=503)
 
     @app.post("/records", status_code=201, tags=["records"])
-    def upload(who: Owner, file: UploadFile = File(...), title: str = Form(default="", max_length=500),
+    def upload(who: Owner, file: UploadFile = File(...), title: Annotated[inputs.Title, Form()] = "",
                language: str | None = Form(default=None, max_length=10)):
         """Accept a recording: stored whole with its record, or refused with nothing stored."""
-        name = Path(file.filename or "upload").name[:200]
+        name = inputs.source_name(file.filename)
         with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
             path = Path(folder) / "upload"
             with path.open("wb") as out:
@@ -131,7 +127,8 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                             status_code=201, headers={"Location": addresses["self"]})
 
     @app.get("/records", tags=["records"])
-    def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=200), offset: int = Query(default=0, ge=0)):
+    def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),
+                     offset: int = Query(default=0, ge=0, le=inputs.MAX_OFFSET)):
         """The caller's records, newest first."""
         rows, total = store.list_card_rows(who["id"], limit, offset)
         following = offset + len(rows)
@@ -144,7 +141,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         return own_card(raw_id, who)
 
     @app.patch("/records/{raw_id}", tags=["records"])
-    def edit(raw_id: str, changes: Edit, who: Owner):
+    def edit(raw_id: str, changes: inputs.Edit, who: Owner):
         """The owner's edit of title, summary and topics; the pipeline never writes these."""
         if not store.edit(record_id(raw_id), who["id"], title=changes.title, summary=changes.summary,
                           topics=changes.topics):
@@ -168,5 +165,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     app.include_router(owner_api.router(store, owner, record_id))
     from web import admin, operators  # the operator's panel API, behind operator tokens
     app.include_router(admin.router(store, operators.bearer_operator(store), record_id))
+    from web import openai_compat  # POST /v1/audio/transcriptions in OpenAI's shape
+    app.include_router(openai_compat.router(store, settings, owner))
     return app
 

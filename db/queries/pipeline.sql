@@ -3,8 +3,9 @@
 
 -- name: claim
 -- Selects the oldest eligible record of a stage and claims it under a new token, in one
--- statement. Returns only the id and the token (INV-2), and whether the record has overstayed
--- its stage (then the claimer halts it). stage_entered_at ties are broken by the id.
+-- statement. Returns only the id and the token (INV-2), whether the record has overstayed its
+-- stage, and how many of its leases were lost (past a limit the claimer halts it).
+-- stage_entered_at ties are broken by the id.
 WITH candidate AS (
     SELECT id FROM records
     WHERE stage = %(stage)s
@@ -17,18 +18,22 @@ WITH candidate AS (
 ), claimed AS (
     UPDATE records r
     SET claim_token = nextval('claim_tokens'),
-        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+        -- A token still standing is a lost lease (issue 8 §2): its holder ran out of lease without
+        -- a save, a failure or a give-back, all of which clear the token. (SET sees old values.)
+        lost_leases = r.lost_leases + (r.claim_token IS NOT NULL)::int
     FROM candidate c
     WHERE r.id = c.id
-    RETURNING r.id, r.claim_token, r.stage, r.lease_expires_at,
+    RETURNING r.id, r.claim_token, r.stage, r.lease_expires_at, r.lost_leases,
               r.stage_entered_at < now() - make_interval(secs => %(time_limit_seconds)s) AS overdue
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT id, 'pipeline', 'claimed', stage,
-           jsonb_build_object('claim_token', claim_token, 'lease_expires_at', lease_expires_at)
+           jsonb_build_object('claim_token', claim_token, 'lease_expires_at', lease_expires_at,
+                              'lost_leases', lost_leases)
     FROM claimed
 )
-SELECT id, claim_token, overdue FROM claimed;
+SELECT id, claim_token, overdue, lost_leases FROM claimed;
 
 -- name: read_record
 -- The step's ordinary read of the record's columns, whatever columns there are.
@@ -46,6 +51,7 @@ WITH saved AS (
         lease_expires_at = NULL,
         failures = 0,
         retry_after = NULL,
+        lost_leases = 0,
         progress_seconds = NULL,
         updated_at = now()
     WHERE id = %(id)s AND claim_token = %(token)s
@@ -132,6 +138,13 @@ WITH saved AS (
     FROM saved
 )
 SELECT id FROM saved;
+
+-- name: checkpoint_refusal
+-- Why a checkpoint was refused: whether the claim is still the writer's own (then its window did
+-- not start where the last checkpoint ended), and where the last checkpoint stands.
+SELECT claim_token IS NOT DISTINCT FROM %(token)s::bigint AND halted_at IS NULL AS still_held,
+       recognized_seconds
+FROM records WHERE id = %(id)s;
 
 -- name: journal_refusal
 -- A stale holder fenced out: its write took no effect, and the journal says so.

@@ -56,7 +56,7 @@ SELECT id FROM accepted;
 SELECT r.id, r.title, r.summary, r.topics, r.stage, r.halted_at, r.halt_reason, r.halt_error,
        r.failures, r.retry_after, r.lease_expires_at, r.created_at, r.updated_at,
        r.duration_seconds, r.progress_seconds, r.recognized_seconds, r.source_name, r.engine,
-       r.language, o.name AS owner
+       r.language, o.name AS owner, r.lost_leases
 FROM records r JOIN owners o ON o.id = r.owner_id
 WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id)s);
 
@@ -64,7 +64,7 @@ WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id
 SELECT r.id, r.title, r.summary, r.topics, r.stage, r.halted_at, r.halt_reason, r.halt_error,
        r.failures, r.retry_after, r.lease_expires_at, r.created_at, r.updated_at,
        r.duration_seconds, r.progress_seconds, r.recognized_seconds, r.source_name, r.engine,
-       r.language, o.name AS owner
+       r.language, o.name AS owner, r.lost_leases
 FROM records r JOIN owners o ON o.id = r.owner_id
 WHERE r.owner_id = %(owner_id)s
 ORDER BY r.created_at DESC, r.id DESC

@@ -1,0 +1,35 @@
+"""The facts `transcriber check` judges, read from the whole database in one snapshot."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from db.database import Database
+from db.queries import query
+
+BATCH = 2000
+
+
+class Facts:
+    """Reads for the invariant checker; all of them see one repeatable-read snapshot."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def read(self, grace_seconds: float, on_record) -> dict:
+        """Call `on_record(row)` for every record (streamed, never all in memory at once) and
+        return the snapshot's time, the orphaned blobs and the stages reached twice."""
+        with self.db.transaction() as conn:
+            conn.execute(query("check_snapshot"))
+            now = conn.execute(query("check_now")).fetchone()["now"]
+            for row in self._records(conn):
+                on_record(row, now)
+            orphans = conn.execute(query("check_orphan_blobs"), {"grace_seconds": grace_seconds}).fetchall()
+            twice = conn.execute(query("check_advanced_twice")).fetchall()
+        return {"now": now, "orphan_blobs": orphans, "advanced_twice": twice}
+
+    @staticmethod
+    def _records(conn) -> Iterator[dict]:
+        with conn.cursor(name="check_records") as cursor:
+            cursor.itersize = BATCH
+            cursor.execute(query("check_records"))
+            yield from cursor

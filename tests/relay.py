@@ -1,0 +1,82 @@
+"""A TCP relay a test puts in front of a server it must not touch (the shared PostgreSQL,
+RabbitMQ): passing, hung (accepts and never answers) or closed (connections dropped, port shut)."""
+from __future__ import annotations
+
+import select
+import socket
+import threading
+
+
+class Relay:
+    """A TCP relay to `upstream` that can pass, hang or close."""
+
+    def __init__(self, upstream: tuple[str, int], port: int = 0):
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", port))
+        self.port = self.listener.getsockname()[1]
+        self.passing = threading.Event()
+        self.passing.set()
+        self.closed = False
+        self.sockets: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.sockets.append(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket):
+        self.passing.wait()  # while hung, a new connection is accepted and never answered
+        if self.closed:
+            return
+        server = socket.create_connection(self.upstream)
+        with self.lock:
+            self.sockets.append(server)
+        peers = {client: server, server: client}
+        try:
+            while not self.closed:
+                ready, _, _ = select.select(list(peers), [], [], 0.1)
+                if not self.passing.is_set():
+                    continue  # hung: bytes stay unread, nobody gets an answer
+                for sock in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    peers[sock].sendall(data)
+        except OSError:
+            return
+        finally:
+            client.close()
+            server.close()
+
+    def hang(self):
+        self.passing.clear()
+
+    def resume(self):
+        self.passing.set()
+
+    def close(self):
+        self.closed = True
+        self.passing.set()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: the port closes now
+        except OSError:
+            pass
+        self.listener.close()
+        self.drop_connections(close=True)
+
+    def drop_connections(self, *, close: bool = False):
+        with self.lock:
+            for sock in self.sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                if close:
+                    sock.close()

@@ -1,0 +1,124 @@
+"""OpenAI-compatible transcription (issue 9 §4), driven by the official `openai` client against
+a real server with real workers, real PostgreSQL and real audio."""
+from __future__ import annotations
+
+import threading
+import time
+
+import openai
+import pytest
+
+from conftest import run_together
+from domain.claims import HaltReason
+from domain.stages import Step
+from media import encode
+from test_http import make_api  # noqa: F401  (the live server fixture)
+
+
+def client(api, token: str, **options) -> openai.OpenAI:
+    return openai.OpenAI(api_key=token, base_url=str(api.http.base_url).rstrip("/") + "/v1", **options)
+
+
+def _records(store) -> int:
+    with store.db.transaction() as conn:
+        return conn.execute("SELECT count(*) AS n FROM records").fetchone()["n"]
+
+
+def test_openai_client_transcribes_in_every_format(make_api, store, tmp_path):
+    """issue 9 §4: five clients at once, one per response_format (json, text, srt, vtt,
+    verbose_json with segments and words); each file went through the durable pipeline as a
+    record of the caller's, and the answer is its text."""
+    api = make_api()
+    token = api.token("alice")
+    api.start_workers()
+    paths = [encode(tmp_path / f"talk{i}.{kind}", kind) for i, kind in enumerate(("mp3", "wav", "flac", "opus", "m4a"))]
+    formats = ("json", "text", "srt", "vtt", "verbose_json")
+
+    def transcribe(i):
+        with paths[i].open("rb") as handle:
+            extra = {"timestamp_granularities": ["word", "segment"]} if formats[i] == "verbose_json" else {}
+            return client(api, token, timeout=300).audio.transcriptions.create(
+                model="whisper-1", file=handle, response_format=formats[i], language="en", **extra)
+
+    plain, text, srt, vtt, verbose = run_together(5, transcribe)
+    assert len(plain.text.split()) >= 10
+    assert isinstance(text, str) and len(text.split()) >= 10
+    assert srt.startswith("1\n00:00:") and " --> " in srt
+    assert vtt.startswith("WEBVTT")
+    assert verbose.duration > 9 and verbose.language == "en" and len(verbose.text.split()) >= 10
+    assert verbose.segments and all(s.end > s.start for s in verbose.segments)
+    assert verbose.words and all(w.end >= w.start for w in verbose.words)
+    assert " ".join(s.text.strip() for s in verbose.segments) == verbose.text.strip()
+    listed = api.http.get("/records", headers=api.auth(token)).json()
+    assert listed["total"] == 5 and {c["stage"] for c in listed["items"]} == {"done"}
+    assert {c["source_name"] for c in listed["items"]} == {p.name for p in paths}
+
+
+def test_past_the_wait_the_error_names_the_card_and_the_record_goes_on(make_api, store, tmp_path):
+    """issue 9 §4: not done within TRANSCRIBER_SYNC_WAIT_SECONDS: the client gets an error
+    naming the record's card; it does not upload again (no retry); the record goes on to done
+    once workers run, and its text is at its address."""
+    api = make_api(sync_wait_seconds=1)
+    token = api.token("alice")
+    started = time.monotonic()
+    with pytest.raises(openai.APIStatusError) as caught, encode(tmp_path / "a.wav", "wav").open("rb") as handle:
+        client(api, token).audio.transcriptions.create(model="whisper-1", file=handle)  # retries allowed
+    assert time.monotonic() - started < 30
+    error = caught.value
+    assert error.status_code == 504 and error.code == "still_working"
+    record = error.body["record"]  # the client's view of the error object
+    assert error.response.json()["record"] == record
+    assert f"/records/{record['id']}" in error.message and "TRANSCRIBER_SYNC_WAIT_SECONDS" in error.message
+    assert _records(store) == 1  # no second upload by a retry
+    api.start_workers()
+    final = api.wait(token, record["id"], lambda c: c["stage"] == "done" or c["halt"] is not None)
+    assert final["stage"] == "done"
+    assert len(api.http.get(record["text"], headers=api.auth(token)).text.split()) >= 10
+
+
+def test_refusals_in_openai_shape(make_api, store, tmp_path):
+    """issue 9 §4: a wrong key, a response_format not offered, a file with no audio, a record
+    that halts while the call waits: each an error the client reports with its message; nothing
+    stored for the refused uploads."""
+    api = make_api(sync_wait_seconds=60)
+    token = api.token("alice")
+    audio = encode(tmp_path / "a.wav", "wav")
+    with pytest.raises(openai.AuthenticationError) as caught, audio.open("rb") as handle:
+        client(api, "not-a-token").audio.transcriptions.create(model="whisper-1", file=handle)
+    assert "token" in caught.value.message
+    store.add_owner("bob")
+    store.set_owner_disabled("bob", True)
+    with pytest.raises(openai.PermissionDeniedError), audio.open("rb") as handle:
+        client(api, store.new_token("bob")).audio.transcriptions.create(model="whisper-1", file=handle)
+    with pytest.raises(openai.BadRequestError) as caught, audio.open("rb") as handle:
+        client(api, token).audio.transcriptions.create(model="whisper-1", file=handle, response_format="docx")
+    assert caught.value.code == "invalid_response_format" and "response_format" in caught.value.message
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("no audio here\n" * 50)
+    with pytest.raises(openai.APIStatusError) as caught, text_file.open("rb") as handle:
+        client(api, token).audio.transcriptions.create(model="whisper-1", file=handle)
+    assert caught.value.status_code == 415 and caught.value.code == "not_audio"
+    with pytest.raises(openai.BadRequestError) as caught, audio.open("rb") as handle:
+        client(api, token).audio.transcriptions.create(model="whisper-1", file=handle, language="xx-nope")
+    assert caught.value.code == "bad_language"
+    assert _records(store) == 0
+    raw = api.http.post("/v1/audio/transcriptions", headers=api.auth(token), data={"model": "whisper-1"})
+    assert raw.status_code == 400 and raw.json()["error"]["param"] == "file" and raw.json()["message"]
+
+    def halt_the_first_record():  # a stand-in for a worker whose conversion fails for good
+        policy = api.settings.policy(Step.CONVERT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            claim = store.claim(Step.CONVERT, policy)
+            if claim:
+                store.halt(claim, HaltReason.UNDECODABLE_AUDIO, "the decoder gave up", count_failure=True)
+                return
+            time.sleep(0.05)
+
+    halter = threading.Thread(target=halt_the_first_record)
+    halter.start()
+    with pytest.raises(openai.UnprocessableEntityError) as caught, audio.open("rb") as handle:
+        client(api, token).audio.transcriptions.create(model="whisper-1", file=handle)
+    halter.join()
+    assert caught.value.code == "undecodable_audio"
+    assert "halted" in caught.value.message and "/records/" in caught.value.message

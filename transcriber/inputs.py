@@ -1,0 +1,125 @@
+"""What users send, checked in one place for the HTTP API and the command line alike.
+
+Record ids, page bounds, the owner's text fields, the names of uploaded files and the size of a
+request body: anything outside what the service can store or look up is refused here, with a
+message a person can act on, before it reaches the database (which would otherwise answer a
+NUL character, a lone surrogate or a 64-bit overflow with an internal error).
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
+
+MAX_ID = 2**63 - 1          # a record id is a PostgreSQL bigint
+MAX_LIMIT = 200             # records in one page
+MAX_OFFSET = 2**63 - 1      # OFFSET is a bigint too
+MAX_TITLE = 500
+MAX_SUMMARY = 20_000
+MAX_TOPIC = 100
+MAX_TOPICS = 50
+MAX_NAME = 200
+FALLBACK_NAME = "upload"
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+# control characters and lone surrogates: never part of a file's name as shown on a card
+_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+def record_id(raw: str) -> int | None:
+    """The record id written in `raw`: ASCII digits only (`²` or `١` are not ids), 1…2⁶³−1.
+    None for anything else, which callers answer exactly like a missing record."""
+    if not _ASCII_DIGITS.fullmatch(raw) or len(raw) > 19:
+        return None
+    value = int(raw)
+    return value if 0 < value <= MAX_ID else None
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text, or None when it can."""
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode text"
+    return None
+
+
+def storable(value: str) -> str:
+    """A pydantic validator: `value` if the database can store it as text; ValueError otherwise."""
+    problem = text_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def Text(max_length: int):  # noqa: N802 - a type, spelled like one where it is used
+    """A string of at most `max_length` characters that the database can store as text."""
+    return Annotated[str, Field(max_length=max_length), AfterValidator(storable)]
+
+
+Title = Text(MAX_TITLE)
+
+
+class Edit(BaseModel):
+    """The owner's edit: title, summary and topics only; anything else is refused (422)."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: Title | None = None
+    summary: Text(MAX_SUMMARY) | None = None
+    topics: list[Text(MAX_TOPIC)] | None = Field(default=None, max_length=MAX_TOPICS)
+
+
+def source_name(raw: str | None) -> str:
+    """The name an uploaded or submitted file is shown by: its last path part only (no
+    directories, `..` or drive), without control characters, undecodable bytes shown as �."""
+    name = re.split(r"[/\\]", raw or "")[-1]
+    name = _UNSHOWABLE.sub("\ufffd", name).strip()[:MAX_NAME]
+    return FALLBACK_NAME if name in ("", ".", "..") else name
+
+
+class BodyTooLarge(HTTPException):
+    """Raised into the application from the body stream when it passes the size limit; answered
+    like any HTTP error, as 413, by the application's handler."""
+
+    def __init__(self, message: str):
+        super().__init__(413, message)
+
+
+class BodyLimit:
+    """ASGI middleware: a POST body over `limit` bytes is refused with 413, whether its length
+    is declared (refused before a byte is read) or it comes in chunks (refused as soon as the
+    count passes the limit, so an endless chunked upload cannot fill the disk)."""
+
+    def __init__(self, app, limit: int, message: str, code: str = "too_large"):
+        self.app, self.limit, self.message, self.code = app, limit, message, code
+
+    async def _refuse(self, send) -> None:
+        body = json.dumps({"error": self.code, "message": self.message}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            return await self._refuse(send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge(self.message)
+            return message
+
+        await self.app(scope, counted, send)

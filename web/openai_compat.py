@@ -1,0 +1,187 @@
+"""`POST /v1/audio/transcriptions`, the shape of OpenAI's transcription API, so the `openai`
+client libraries and tools built on them work against this service with the owner's token as
+the API key.
+
+The file is accepted like any upload (a record of the owner's, in the durable pipeline); the
+call then waits for the record to be done, up to TRANSCRIBER_SYNC_WAIT_SECONDS. Past that it
+answers an error naming the record's card, and the record goes on: nothing is lost, and the
+text is at its address once done. Errors here have OpenAI's shape,
+`{"error": {"message", "type", "param", "code"}}` (plus the service's own top-level `message`),
+and carry `x-should-retry: false` where a retry would only upload the file again.
+"""
+
+import asyncio
+import math
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Callable
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from loguru import logger
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from audio.formats import MEDIA_TYPES, render
+from db import Store
+from domain.card import links
+from transcriber.config import Settings
+from transcriber.intake import IntakeError, accept_file
+from web.app import COPY_BYTES, ApiError
+
+RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+_TYPES = {401: "authentication_error", 403: "permission_error", 504: "timeout"}
+POLL_FIRST_SECONDS, POLL_MOST_SECONDS = 0.1, 1.0
+
+
+def openai_error(status: int, code: str, message: str, *, param: str | None = None, headers: dict | None = None,
+                 **extra) -> JSONResponse:
+    kind = _TYPES.get(status, "invalid_request_error" if status < 500 else "server_error")
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code, **extra},
+            "message": message, **extra}
+    headers = {**(headers or {}), "x-should-retry": "false"}
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class OpenAIRoute(APIRoute):
+    """A route whose refusals take OpenAI's error shape (client libraries read `error.message`)."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def answer(request: Request):
+            try:
+                return await handler(request)
+            except ApiError as error:
+                return openai_error(error.status, error.code, error.message, **error.extra)
+            except RequestValidationError as error:
+                first = error.errors()[0]
+                field = ".".join(map(str, first["loc"][1:])) or None
+                return openai_error(400, "invalid_request", f"{field}: {first['msg']}" if field else first["msg"],
+                                    param=field)
+            except StarletteHTTPException as error:
+                return openai_error(error.status_code, "http_error", str(error.detail))
+            except Exception as error:  # a retry might upload the file twice: say so, never a trace
+                logger.error("request {} {} failed: {}", request.method, request.url.path, type(error).__name__)
+                return openai_error(500, "internal", "internal error")
+
+        return answer
+
+
+def _segment(number: int, segment: dict) -> dict:
+    """A segment as OpenAI's verbose_json gives it (fields this engine has no value for are
+    given their neutral value)."""
+    return {"id": number, "seek": 0, "start": segment["start"], "end": segment["end"], "text": segment["text"],
+            "tokens": [], "temperature": 0.0, "avg_logprob": segment.get("avg_logprob", 0.0),
+            "compression_ratio": segment.get("compression_ratio", 1.0),
+            "no_speech_prob": segment.get("no_speech_prob", 0.0)}
+
+
+def answer_in(response_format: str, row: dict, words: bool, segments_wanted: bool) -> Response:
+    """The done record's text in the OpenAI response format asked for."""
+    text, segments, duration = row["transcript"] or "", row["segments"] or [], row["duration_seconds"]
+    if response_format == "json":
+        usage = {"type": "duration", "seconds": math.ceil(duration or 0)}
+        return JSONResponse({"text": text, "usage": usage})
+    if response_format == "verbose_json":
+        body = {"task": "transcribe", "language": row.get("language") or "", "duration": duration, "text": text}
+        if segments_wanted or not words:
+            body["segments"] = [_segment(i, s) for i, s in enumerate(segments)]
+        if words:
+            body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
+                             for s in segments for w in s.get("words") or () if w["word"].strip()]
+        return JSONResponse(body)
+    fmt = "txt" if response_format == "text" else response_format
+    return Response(render(fmt, text, segments, duration), media_type=MEDIA_TYPES[fmt])
+
+
+def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
+    routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
+    Owner = Annotated[dict, Depends(owner)]
+
+    def accept(upload: UploadFile, owner_id: int, language: str | None) -> int:
+        name = Path(upload.filename or "upload").name[:200]
+        with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
+            path = Path(folder) / "upload"
+            with path.open("wb") as out:
+                shutil.copyfileobj(upload.file, out, COPY_BYTES)
+            return accept_file(store, settings, path, owner_id=owner_id, source_name=name, language=language)
+
+    def current(record_id: int, owner_id: int) -> tuple[dict | None, dict | None]:
+        """The record's card row, and its text row once done."""
+        row = store.card_row(record_id, owner_id)
+        if row is None or row["stage"] != "done":
+            return row, None
+        text = store.transcript(record_id, owner_id)
+        return row, (None if text is None else {**text, "language": row["language"]})
+
+    @routes.post("/v1/audio/transcriptions", summary="Transcribe audio (OpenAI-compatible)",
+                 responses={200: {"content": {"application/json": {}, "text/plain": {}, "text/vtt": {},
+                                              "application/x-subrip": {}}},
+                            504: {"description": "not done within TRANSCRIBER_SYNC_WAIT_SECONDS; the error "
+                                                 "names the record's card, which goes on"}})
+    async def transcriptions(
+        request: Request,
+        who: Owner,
+        file: UploadFile = File(..., description="the recording, any common container or codec"),
+        model: str = Form(default="whisper-1", max_length=200,
+                          description="accepted for compatibility; the service's configured engine is used"),
+        language: str | None = Form(default=None, max_length=10),
+        prompt: str | None = Form(default=None, max_length=20_000, description="accepted and ignored"),
+        response_format: str = Form(default="json", max_length=20),
+        temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
+        granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
+        stream: bool = Form(default=False),
+    ):
+        """Accept the file into the durable pipeline and answer its text once done, in
+        `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
+        `timestamp_granularities[]=word`). Waits up to TRANSCRIBER_SYNC_WAIT_SECONDS; past that
+        answers 504 naming the record's card (the record goes on)."""
+        if response_format not in RESPONSE_FORMATS:
+            raise ApiError(400, "invalid_response_format",
+                           f"response_format must be one of {', '.join(RESPONSE_FORMATS)}", param="response_format")
+        unknown = sorted(set(granularities) - {"word", "segment"})
+        if unknown:
+            raise ApiError(400, "invalid_timestamp_granularities", f"unknown timestamp granularity: {unknown[0]}",
+                           param="timestamp_granularities")
+        if stream:
+            raise ApiError(400, "unsupported", "streaming is not supported; the answer comes once done",
+                           param="stream")
+        try:
+            record_id = await run_in_threadpool(accept, file, who["id"], language)
+        except IntakeError as error:
+            raise ApiError(error.status, error.code, str(error), param="language" if error.code == "bad_language"
+                           else "file") from None
+        addresses = links(record_id)
+        record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
+        deadline = time.monotonic() + settings.sync_wait_seconds
+        pause = POLL_FIRST_SECONDS
+        while True:
+            row, done = await run_in_threadpool(current, record_id, who["id"])
+            if done is not None:
+                return answer_in(response_format, done, "word" in granularities, "segment" in granularities)
+            if row is None:  # deleted by its owner meanwhile
+                raise ApiError(404, "not_found", f"record {record_id} was deleted before it was done", record=record)
+            if row["halted_at"] is not None:
+                raise ApiError(422, row["halt_reason"],
+                               f"record {record_id} halted at stage {row['stage']} ({row['halt_reason']}: "
+                               f"{row['halt_error']}); its card is at {addresses['self']}", record=record)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return openai_error(
+                    504, "still_working",
+                    f"not done within {settings.sync_wait_seconds:g}s (TRANSCRIBER_SYNC_WAIT_SECONDS): record "
+                    f"{record_id} goes on at stage {row['stage']}; its card is at {addresses['self']} and its "
+                    f"text will be at {addresses['text']}", record=record, headers={"Location": addresses["self"]})
+            if await request.is_disconnected():
+                return Response(status_code=499)  # nobody is listening; the record goes on
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, POLL_MOST_SECONDS)
+
+    return routes

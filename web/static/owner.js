@@ -1,0 +1,243 @@
+// The owner's page: upload, the list of records (live), and a record's page.
+"use strict";
+const POLL_MS = 1500;
+const PAGE_SIZE = 20;
+
+function titleOf(card) {
+  return card.title || card.source_name || t("untitled", { id: card.id });
+}
+
+function stateOf(card) {
+  if (card.halt) return el("span", { class: "state halted", title: card.halt.error || "" },
+                           t("halted", { reason: reasonText(card.halt.reason) }));
+  if (card.retry_in_seconds) return el("span", { class: "state paused" },
+                                       t("retry_in", { seconds: Math.ceil(card.retry_in_seconds) }));
+  if (card.stage === "done") return el("span", { class: "state done" }, t("stage_done"));
+  return el("span", { class: "state " + (card.working ? "working" : "queued") }, t(card.working ? "working" : "queued"));
+}
+
+function progressOf(card) {
+  const total = card.duration_seconds;
+  if (card.stage === "done") return el("span", { class: "progress-text" }, clock(total));
+  if (card.progress_seconds !== null && card.progress_seconds !== undefined && total) {
+    return el("span", { class: "progress-cell" },
+      el("progress", { max: String(total), value: String(Math.min(card.progress_seconds, total)) }),
+      el("span", { class: "progress-text" }, t("progress_of", { done: clock(card.progress_seconds), total: clock(total) })));
+  }
+  return el("span", { class: "progress-text muted" }, total ? clock(total) : "–");
+}
+
+// --- the list of records, with uploads -------------------------------------------------------
+
+function recordsView(root) {
+  let offset = 0;
+  const table = el("div", { id: "records" });
+  const pager = el("div", { class: "pager" });
+  const uploads = el("ul", { id: "uploads", class: "uploads" });
+  const picker = el("input", { type: "file", id: "file-picker", multiple: true, accept: "audio/*,video/*", class: "hidden" });
+  const zone = el("section", { id: "drop-zone", class: "card drop" },
+    el("h2", {}, t("upload")),
+    el("p", { class: "hint" }, t("upload_hint")),
+    el("label", { for: "file-picker", class: "button" }, t("choose_files")),
+    picker, uploads);
+  replace(root, zone, el("section", { class: "card" }, el("h1", {}, t("records")), table, pager));
+
+  picker.addEventListener("change", () => { queue([...picker.files]); picker.value = ""; });
+  for (const name of ["dragenter", "dragover"]) {
+    zone.addEventListener(name, (event) => { event.preventDefault(); zone.classList.add("over"); });
+  }
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    queue([...event.dataTransfer.files]);
+  });
+
+  let chain = Promise.resolve();
+  function queue(files) {
+    for (const file of files) {
+      const bar = el("progress", { max: "100", value: "0" });
+      const status = el("span", { class: "status" }, t("uploading"));
+      const row = el("li", { class: "upload", "data-name": file.name }, el("span", { class: "name" }, file.name), bar, status);
+      uploads.append(row);
+      chain = chain.then(() => send(file, bar, status, row));
+    }
+  }
+
+  function send(file, bar, status, row) {
+    return new Promise((resolve) => {
+      const form = new FormData();
+      form.append("file", file, file.name);
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", "/records");
+      xhr.setRequestHeader("X-CSRF-Token", PAGE.csrf);
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", (event) => {
+        if (event.lengthComputable) bar.value = Math.round((100 * event.loaded) / event.total);
+      });
+      xhr.addEventListener("load", () => {
+        let data = {};
+        try { data = JSON.parse(xhr.responseText); } catch (_) { data = {}; }
+        if (xhr.status === 201) {
+          bar.value = 100;
+          row.classList.add("accepted");
+          replace(status, el("a", { href: "/view/" + data.id }, t("accepted")));
+          offset = 0;
+          refresh();
+        } else {
+          if (xhr.status === 401) { window.location.reload(); return resolve(); }
+          row.classList.add("refused");
+          replace(status, t("refused", { reason: data.message || "HTTP " + xhr.status }));
+        }
+        resolve();
+      });
+      xhr.addEventListener("error", () => {
+        row.classList.add("refused");
+        replace(status, t("upload_failed"));
+        resolve();
+      });
+      xhr.send(form);
+    });
+  }
+
+  async function refresh() {
+    const answer = await api("GET", `/records?limit=${PAGE_SIZE}&offset=${offset}`);
+    if (!answer.ok) return;
+    const { items, total } = answer.data;
+    if (!items.length && offset > 0) { offset = Math.max(0, offset - PAGE_SIZE); return refresh(); }
+    if (!items.length) {
+      replace(table, el("p", { class: "muted", id: "no-records" }, t("none_yet")));
+    } else {
+      replace(table, el("table", { class: "records" },
+        el("thead", {}, el("tr", {}, [t("col_title"), t("col_stage"), t("col_progress"), t("col_attempts"),
+                                      t("col_state"), t("col_added")].map((h) => el("th", {}, h)))),
+        el("tbody", {}, items.map((card) => el("tr", {
+            id: "record-" + card.id, class: "record", "data-stage": card.stage,
+            "data-halted": card.halt ? card.halt.reason : null },
+          el("td", {}, el("a", { href: "/view/" + card.id, class: "title" }, titleOf(card))),
+          el("td", { class: "stage" }, stageText(card.stage)),
+          el("td", {}, progressOf(card)),
+          el("td", { class: "attempts" }, card.attempts ? t("failures", { count: card.attempts }) : "0"),
+          el("td", {}, stateOf(card)),
+          el("td", { class: "muted" }, when(card.created_at)))))));
+    }
+    replace(pager,
+      el("button", { type: "button", id: "newer", disabled: offset === 0,
+                     onclick: () => { offset = Math.max(0, offset - PAGE_SIZE); refresh(); } }, t("previous")),
+      el("span", { class: "muted" }, total ? t("page_of", { from: offset + 1, to: offset + items.length, total }) : ""),
+      el("button", { type: "button", id: "older", disabled: offset + items.length >= total,
+                     onclick: () => { offset += PAGE_SIZE; refresh(); } }, t("next")));
+  }
+
+  every(POLL_MS, refresh);
+}
+
+// --- one record ------------------------------------------------------------------------------
+
+function recordView(root, id) {
+  const heading = el("h1", { id: "record-title" });
+  const facts = el("dl", { class: "facts" });
+  const state = el("div", { id: "record-state" });
+  const audio = el("audio", { id: "player", controls: true, preload: "metadata", src: `/records/${id}/audio` });
+  const noAudio = el("p", { class: "muted hidden", id: "no-audio" }, t("no_audio"));
+  audio.addEventListener("error", () => noAudio.classList.remove("hidden"));
+  const transcript = el("ol", { id: "transcript", class: "segments" });
+  const transcriptNote = el("p", { class: "muted", id: "transcript-note" }, t("transcript_pending"));
+  const downloads = el("p", { id: "downloads", class: "downloads hidden" }, t("downloads") + ":",
+    ["txt", "srt", "vtt", "json"].map((format) => el("a", {
+      href: `/records/${id}/text` + (format === "txt" ? "" : "?format=" + format),
+      download: `record-${id}.${format}`, id: "download-" + format, class: "button" }, format)));
+  const title = el("input", { id: "edit-title", name: "title", maxlength: "500" });
+  const summary = el("textarea", { id: "edit-summary", name: "summary", rows: "3", maxlength: "20000" });
+  const topics = el("input", { id: "edit-topics", name: "topics" });
+  const saved = el("span", { id: "save-status", class: "muted", role: "status" });
+  const form = el("form", { id: "edit", class: "edit" },
+    el("label", { for: "edit-title" }, t("title")), title,
+    el("label", { for: "edit-summary" }, t("summary")), summary,
+    el("label", { for: "edit-topics" }, t("topics")), topics,
+    el("div", {}, el("button", { type: "submit" }, t("save")), " ", saved));
+  const deleteStatus = el("span", { class: "error", id: "delete-status", role: "alert" });
+  const remove = el("button", { type: "button", id: "delete", class: "danger" }, t("delete"));
+
+  replace(root,
+    el("p", {}, el("a", { href: "/", id: "back" }, t("back"))),
+    el("section", { class: "card" }, heading, state, facts),
+    el("section", { class: "card" }, el("h2", {}, t("player")), audio, noAudio),
+    el("section", { class: "card" }, el("h2", {}, t("transcript")), transcriptNote, transcript, downloads),
+    el("section", { class: "card" }, el("h2", {}, t("edit")), form),
+    el("section", { class: "card" }, remove, " ", deleteStatus));
+
+  let loaded = false, filled = false, gone = false;
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const answer = await api("PATCH", `/records/${id}`, {
+      title: title.value, summary: summary.value,
+      topics: topics.value.split(",").map((x) => x.trim()).filter(Boolean) });
+    replace(saved, answer.ok ? t("saved") : t("save_failed", { reason: reasonOf(answer) }));
+    if (answer.ok) show(answer.data);
+  });
+
+  remove.addEventListener("click", async () => {
+    if (!window.confirm(t("delete_confirm"))) return;
+    const answer = await api("DELETE", `/records/${id}`);
+    if (answer.ok) { gone = true; window.location.assign("/"); }
+    else replace(deleteStatus, t("delete_failed", { reason: reasonOf(answer) }));
+  });
+
+  function show(card) {
+    replace(heading, titleOf(card));
+    document.title = titleOf(card) + " · " + t("app");
+    replace(state, el("span", { class: "stage", id: "record-stage", "data-stage": card.stage }, stageText(card.stage)),
+      card.stage === "done" ? null : [" · ", stateOf(card)], " · ", progressOf(card),
+      card.attempts ? " · " + t("failures", { count: card.attempts }) : "",
+      card.halt ? el("p", { class: "muted" }, t("halted_note")) : null);
+    const fact = (label, value) => [el("dt", {}, label), el("dd", {}, value)];
+    replace(facts, fact(t("duration"), clock(card.duration_seconds)), fact(t("added"), when(card.created_at)),
+      card.language ? fact(t("language_of_audio"), card.language) : null);
+    if (!filled) {
+      title.value = card.title || ""; summary.value = card.summary || ""; topics.value = (card.topics || []).join(", ");
+      filled = true;
+    }
+  }
+
+  async function showTranscript() {
+    const answer = await api("GET", `/records/${id}/text?format=json`);
+    if (!answer.ok) return;
+    loaded = true;
+    const segments = answer.data.segments || [];
+    transcriptNote.classList.toggle("hidden", segments.length > 0);
+    replace(transcriptNote, t("transcript_empty"));
+    replace(transcript, segments.map((segment) => el("li", { class: "segment", "data-start": String(segment.start) },
+      el("button", { type: "button", class: "time", title: t("seek_to", { time: clock(segment.start) }),
+                     onclick: () => { audio.currentTime = segment.start; audio.play().catch(() => {}); } },
+         clock(segment.start)),
+      el("span", { class: "text" }, (segment.text || "").trim()))));
+    downloads.classList.remove("hidden");
+  }
+
+  audio.addEventListener("timeupdate", () => {
+    for (const item of transcript.children) {
+      const start = Number(item.dataset.start);
+      const next = item.nextElementSibling ? Number(item.nextElementSibling.dataset.start) : Infinity;
+      item.classList.toggle("playing", audio.currentTime >= start && audio.currentTime < next);
+    }
+  });
+
+  every(POLL_MS, async () => {
+    if (gone) return;
+    const answer = await api("GET", `/records/${id}`);
+    if (answer.status === 404) {
+      replace(root, el("p", { class: "error", id: "not-found" }, t("not_found")), el("a", { href: "/" }, t("back")));
+      gone = true;
+      return;
+    }
+    if (!answer.ok) return;
+    show(answer.data);
+    if (answer.data.stage === "done" && !loaded) await showTranscript();
+  });
+}
+
+const root = document.getElementById("app");
+if (root && PAGE.view === "records") recordsView(root);
+if (root && PAGE.view === "record") recordView(root, PAGE.record);
