@@ -16,6 +16,7 @@ import io
 import os
 import subprocess
 import sys
+import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,6 +31,7 @@ from conftest import ROOT, settings, work_until_idle
 from media import encode, speech_pcm, write_audio
 
 MAX_UPLOAD_MB = 1
+MAX_AUDIO_SECONDS = 60
 
 
 # --- inputs ---------------------------------------------------------------------------------------
@@ -41,6 +43,15 @@ def speech(path: Path, *, rate: int = 16000, layout: str = "mono", fmt: str = "w
     with av.open(str(path), "w", format=fmt) as out:
         write_audio(out, np.frombuffer(pcm, np.int16), codec, rate, layout)
     return path
+
+
+def one_hertz_wav(samples: int = 7000) -> bytes:
+    """A tiny WAV at 1 Hz: a few kB that would decode to hours of 16 kHz audio."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1), out.setsampwidth(2), out.setframerate(1)
+        out.writeframes(b"\x01\x00" * samples)
+    return buffer.getvalue()
 
 
 def video_without_audio(path: Path) -> Path:
@@ -133,7 +144,7 @@ def world(store, db, env, tmp_path):
     says otherwise."""
     from web.app import create_app
 
-    the_settings = settings(max_upload_mb=MAX_UPLOAD_MB, tick_seconds=0.2)
+    the_settings = settings(max_upload_mb=MAX_UPLOAD_MB, max_audio_seconds=MAX_AUDIO_SECONDS, tick_seconds=0.2)
     alice = store.add_owner("alice")
     token = store.add_owner("mallory")
     operator = store.add_operator("root")
@@ -335,6 +346,12 @@ HTTP_ROWS = [
     Row("mp3 cut to its first 300 bytes", "POST /records",
         _upload_file("head.mp3", lambda w: truncated(w.tmp, "mp3", 300)),
         Refused(415, "not_audio")),
+    Row("WAV at 1 Hz (7 kB that would decode to 2 h)", "POST /records",
+        _upload_file("bomb.wav", lambda w: one_hertz_wav()),
+        Refused(415, "unsupported_audio")),
+    Row(f"audio declared longer than TRANSCRIBER_MAX_AUDIO_SECONDS ({MAX_AUDIO_SECONDS} s)", "POST /records",
+        _upload_file("long.opus", lambda w: encode(w.tmp / "long.opus", "opus", repeat=7).read_bytes()),
+        Refused(413, "audio_too_long")),
     Row("no file field", "POST /records",
         lambda w: w.client.post("/records", data={"title": "x"}, headers=w.auth()), Refused(422, "invalid_request")),
     Row("NUL in the title", "POST /records", lambda w: w.upload("a.wav", WAV(w), title="a\x00b"),
@@ -372,7 +389,8 @@ HTTP_ROWS = [
         _shown_as("café-ÿþ.wav")),  # the form parser reads a name that is not UTF-8 as Latin-1
     Row("control characters in the file name", "POST /records", _upload_file(b"a\x01\x7fb.wav", WAV), Accepted(),
         _shown_as("a\ufffd\ufffdb.wav")),
-    Row("NUL in the file name", "POST /records", _upload_file(b"nul\x00.wav", WAV), Accepted(), _shown_as("nul\ufffd.wav")),
+    Row("NUL in the file name", "POST /records", _upload_file(b"nul\x00.wav", WAV), Accepted(),
+        _shown_as("nul\ufffd.wav")),
     Row("text", "POST /v1/audio/transcriptions",
         lambda w: w.client.post("/v1/audio/transcriptions", headers=w.auth(), files={"file": ("a.mp3", TEXT)}),
         Refused(415, "not_audio")),

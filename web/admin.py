@@ -55,7 +55,8 @@ def router(store: Store, operator: Callable[..., dict], record_id: Callable[[str
         return {"stages": stages, "totals": totals, "at": datetime.now(timezone.utc).isoformat()}
 
     @routes.get("/halted")
-    def halted(who: Operator, limit: int = Query(default=50, ge=1, le=200), offset: int = Query(default=0, ge=0, le=MAX_OFFSET)):
+    def halted(who: Operator, limit: int = Query(default=50, ge=1, le=200),
+               offset: int = Query(default=0, ge=0, le=MAX_OFFSET)):
         """Halted records, longest halted first: owner, title, stage, reason, error, attempts, age."""
         rows, total = store.halted_records(limit, offset)
         items = [{"id": row["id"], "owner": row["owner"], "title": row["title"], "source_name": row["source_name"],
