@@ -39,6 +39,11 @@ def _server_listening(host: str, port: int) -> bool:
         return False
 
 
+def pytest_addoption(parser):
+    parser.addoption("--faults", choices=("short", "long"), default="short",
+                     help="fault-injection profile of tests/test_faults.py: short (CI) or long (by hand)")
+
+
 def pytest_configure(config):
     option = config.option
     # a database name of this session's own: two test runs on one server never collide

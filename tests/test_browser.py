@@ -77,9 +77,10 @@ def base_of(api) -> str:
     return str(api.http.base_url).rstrip("/")
 
 
-DROP = """([name, text]) => {
+DROP = """(files) => {
     const transfer = new DataTransfer();
-    transfer.items.add(new File([text], name, {type: "text/plain"}));
+    for (const [name, size] of files)
+        transfer.items.add(new File([new Uint8Array(size).fill(120)], name, {type: "application/octet-stream"}));
     const zone = document.getElementById("drop-zone");
     for (const kind of ["dragenter", "dragover", "drop"])
         zone.dispatchEvent(new DragEvent(kind, {dataTransfer: transfer, bubbles: true, cancelable: true}));
@@ -118,11 +119,13 @@ def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shot
     page.wait_for_selector("#no-records")
     page.evaluate(STAGES_SEEN)
     page.set_input_files("#file-picker", str(SAMPLE))
-    page.evaluate(DROP, ["notes.txt", "these are not sounds"])
-    refused = page.wait_for_selector(".upload.refused")
-    assert refused.get_attribute("data-name") == "notes.txt"
+    page.evaluate(DROP, [["notes.txt", 300], ["empty.ogg", 0]])
+    refused = page.wait_for_selector(".upload.refused[data-name='notes.txt']")
     assert "not decodable audio" in refused.inner_text()
-    page.wait_for_selector(".upload.accepted")
+    assert page.wait_for_selector(".upload.refused[data-name='empty.ogg'] .status").inner_text().startswith("refused: ")
+    accepted = page.wait_for_selector(".upload.accepted")
+    assert accepted.get_attribute("data-name") == "hello.ogg"
+    assert accepted.eval_on_selector("progress", "bar => bar.value") == 100
     record_id = api.store.list_card_rows(api.store.owner_by_name("dana")["id"], 10, 0)[0][0]["id"]
     page.wait_for_selector(f"#record-{record_id}[data-stage=done]", timeout=WAIT_MS)
     assert page.evaluate("window.notReloaded") is True  # it came live, not by a reload
@@ -213,6 +216,7 @@ def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shot
 
     refused = watched.signed_in(dana, "/admin")  # an owner's token does not open the panel
     refused.wait_for_selector(".error")
+    shots(refused, "panel-sign-in")
     assert refused.url.endswith("/admin/session")
 
     panel = watched.signed_in(olga, "/admin")
@@ -241,4 +245,61 @@ def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shot
     assert resumed and resumed[-1]["origin"] == "human" and "olga" in str(resumed[-1]["detail"])
     panel.goto(watched.base + "/admin")
     panel.wait_for_selector("#no-halted")
+    watched.assert_all_local()
+
+
+def test_records_in_pages_and_an_oversized_upload(make_api, browser, store):
+    """issue 9 §1: the list is newest first in pages of 20 (Older / Newer), and a file over
+    TRANSCRIBER_MAX_UPLOAD_MB shows the API's too-large reason beside its name."""
+    from conftest import add_record
+
+    api = make_api(max_upload_mb=1)
+    token = api.token("dana")
+    watched = Watched(browser, base_of(api))
+    page = watched.signed_in(token)
+    page.wait_for_selector("#no-records")
+    for i in range(25):  # they appear without a reload
+        add_record(store, store.owner_by_name("dana"), title=f"talk {i}")
+    page.wait_for_selector("tr.record >> nth=19")
+    titles = page.eval_on_selector_all("tr.record a.title", "links => links.map(a => a.textContent)")
+    assert titles == [f"talk {i}" for i in range(24, 4, -1)]
+    page.click("#older")
+    page.wait_for_selector("tr.record a.title:has-text('talk 0')")
+    assert page.eval_on_selector_all("tr.record", "rows => rows.length") == 5
+    page.click("#newer")
+    page.wait_for_selector("tr.record a.title:has-text('talk 24')")
+    page.evaluate(DROP, [["long.ogg", 2 * 1024 * 1024]])
+    too_large = page.wait_for_selector(".upload.refused[data-name='long.ogg'] .status")
+    assert "larger than the limit of 1 MB" in too_large.inner_text(), too_large.inner_text()
+    watched.assert_all_local()
+
+
+def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, store, db):
+    """issue 9 §1: while recognising, the list shows seconds done of the total (and a bar); a
+    record waiting out a pause shows its failed attempts and when it tries again; both in
+    Russian too; a disabled owner's page shows the API's reason."""
+    from conftest import add_record
+
+    api = make_api()
+    token = api.token("dana")
+    dana = store.owner_by_name("dana")
+    working, paused = add_record(store, dana, title="working"), add_record(store, dana, title="paused")
+    with db.transaction() as conn:  # the columns a running recognition and a failed attempt leave
+        conn.execute("UPDATE records SET stage = 'converted', duration_seconds = 95, progress_seconds = 42,"
+                     " claim_token = 7, lease_expires_at = now() + interval '10 minutes' WHERE id = %s", (working,))
+        conn.execute("UPDATE records SET failures = 2, retry_after = now() + interval '10 minutes'"
+                     " WHERE id = %s", (paused,))
+    watched = Watched(browser, base_of(api))
+    page = watched.signed_in(token)
+    row = page.wait_for_selector(f"#record-{working}")
+    assert "0:42 of 1:35" in row.inner_text() and "working now" in row.inner_text()
+    assert row.eval_on_selector("progress", "bar => [bar.value, bar.max]") == [42, 95]
+    row = page.wait_for_selector(f"#record-{paused}")
+    assert "2 failed" in row.inner_text() and "pause: next try in" in row.inner_text()
+    page.click("button[data-lang=ru]")
+    page.wait_for_selector("html[lang=ru]")
+    assert "0:42 из 1:35" in page.wait_for_selector(f"#record-{working}").inner_text()
+    assert "неудач: 2" in page.wait_for_selector(f"#record-{paused}").inner_text()
+    store.set_owner_disabled("dana", True)  # the page says why it stopped updating
+    page.wait_for_selector("#problem:has-text('is disabled')")
     watched.assert_all_local()

@@ -86,6 +86,10 @@ def test_refusals_in_openai_shape(make_api, store, tmp_path):
     with pytest.raises(openai.AuthenticationError) as caught, audio.open("rb") as handle:
         client(api, "not-a-token").audio.transcriptions.create(model="whisper-1", file=handle)
     assert "token" in caught.value.message
+    store.add_owner("bob")
+    store.set_owner_disabled("bob", True)
+    with pytest.raises(openai.PermissionDeniedError), audio.open("rb") as handle:
+        client(api, store.new_token("bob")).audio.transcriptions.create(model="whisper-1", file=handle)
     with pytest.raises(openai.BadRequestError) as caught, audio.open("rb") as handle:
         client(api, token).audio.transcriptions.create(model="whisper-1", file=handle, response_format="docx")
     assert caught.value.code == "invalid_response_format" and "response_format" in caught.value.message

@@ -49,7 +49,7 @@ def test_sign_in_gives_a_strict_httponly_session_that_stands_for_the_token(make_
     listed = api.http.get("/records").json()
     assert [item["id"] for item in listed["items"]] == [created.json()["id"]]
     # the owner's session never opens the panel
-    assert api.http.get("/admin/api/status").status_code in (401, 404)
+    assert api.http.get("/admin/api/status").status_code == 401
 
 
 def test_sign_in_from_another_site_and_sign_out(make_api):
@@ -121,3 +121,36 @@ def test_disabled_owner_cannot_sign_in_and_its_session_stops(make_api):
     api.http.cookies.clear()
     refused = sign_in(api, token)
     assert refused.status_code == 403 and "set-cookie" not in refused.headers
+
+
+def test_panel_session_is_its_own_kind(make_api, store):
+    """issue 9 §3: the panel's session comes from an operator token only, lives under /admin,
+    opens /admin/api (changes only with its CSRF token), never the owners' addresses; an owner's
+    session never opens the panel; sign-out ends it."""
+    from conftest import add_record
+
+    api = make_api()
+    owner_token = api.token("dana")
+    operator_token = store.add_operator("olga")
+    assert api.http.post("/admin/session", data={"token": owner_token}).status_code == 401
+    api.http.cookies.clear()
+    started = api.http.post("/admin/session", data={"token": operator_token}, follow_redirects=False)
+    assert started.status_code == 303 and started.headers["location"] == "/admin"
+    assert "Path=/admin" in started.headers["set-cookie"] and "HttpOnly" in started.headers["set-cookie"]
+    session = started.cookies["transcriber_admin"]
+    api.http.cookies.clear()
+    api.http.cookies.set("transcriber_admin", session, path="/admin")
+    assert api.http.get("/admin/api/whoami").json() == {"name": "olga"}
+    assert api.http.get("/records").status_code == 401  # the panel's session is not an owner's
+    record_id = add_record(store, store.owner_by_name("dana"))
+    assert api.http.post(f"/admin/api/records/{record_id}/resume").status_code == 403  # no CSRF token
+    csrf = page_data(api.http.get("/admin").text)["csrf"]
+    not_halted = api.http.post(f"/admin/api/records/{record_id}/resume", headers={"X-CSRF-Token": csrf})
+    assert not_halted.status_code == 409  # reached the panel's API, which refuses a record not halted
+    ended = api.http.post("/admin/session/end", data={"csrf": csrf}, follow_redirects=False)
+    assert ended.status_code == 303
+    api.http.cookies.set("transcriber_admin", session, path="/admin")
+    assert api.http.get("/admin/api/whoami").status_code == 401
+    api.http.cookies.clear()
+    api.http.cookies.set("transcriber_session", sign_in(api, owner_token).cookies["transcriber_session"])
+    assert "admin-sign-in" in api.http.get("/admin").text

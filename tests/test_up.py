@@ -32,6 +32,9 @@ def test_up_serves_the_api_with_workers(env, tmp_path):
             assert up.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
         assert f"http://127.0.0.1:{port}" in log.read_text() and "owner add" in log.read_text()
+        # issue 9 §1/§3: the owner's page and the panel come with it, and it says where they are
+        assert f"http://127.0.0.1:{port}/admin" in log.read_text()
+        assert 'id="sign-in"' in httpx.get(base + "/").text and 'id="sign-in"' in httpx.get(base + "/admin").text
         added = subprocess.run([sys.executable, "-m", "transcriber.cli", "owner", "add", "dana"], env=env,
                                capture_output=True, text=True, timeout=60)
         token = added.stdout.strip().splitlines()[-1]

@@ -23,6 +23,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audio.formats import MEDIA_TYPES, render
@@ -33,18 +34,16 @@ from transcriber.intake import IntakeError, accept_file
 from web.app import COPY_BYTES, ApiError
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
-_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
-          413: "invalid_request_error", 415: "invalid_request_error", 422: "invalid_request_error",
-          504: "timeout"}
+_TYPES = {401: "authentication_error", 403: "permission_error", 504: "timeout"}
 POLL_FIRST_SECONDS, POLL_MOST_SECONDS = 0.1, 1.0
 
 
-def openai_error(status: int, code: str, message: str, *, param: str | None = None, retry: bool = False,
-                 headers: dict | None = None, **extra) -> JSONResponse:
-    body = {"error": {"message": message, "type": _TYPES.get(status, "server_error"), "param": param, "code": code,
-                      **extra},
+def openai_error(status: int, code: str, message: str, *, param: str | None = None, headers: dict | None = None,
+                 **extra) -> JSONResponse:
+    kind = _TYPES.get(status, "invalid_request_error" if status < 500 else "server_error")
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code, **extra},
             "message": message, **extra}
-    headers = {**(headers or {}), "x-should-retry": "true" if retry else "false"}
+    headers = {**(headers or {}), "x-should-retry": "false"}
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
     return JSONResponse(body, status_code=status, headers=headers)
@@ -68,6 +67,9 @@ class OpenAIRoute(APIRoute):
                                     param=field)
             except StarletteHTTPException as error:
                 return openai_error(error.status_code, "http_error", str(error.detail))
+            except Exception as error:  # a retry might upload the file twice: say so, never a trace
+                logger.error("request {} {} failed: {}", request.method, request.url.path, type(error).__name__)
+                return openai_error(500, "internal", "internal error")
 
         return answer
 

@@ -40,7 +40,8 @@ function recordsView(root) {
     el("p", { class: "hint" }, t("upload_hint")),
     el("label", { for: "file-picker", class: "button" }, t("choose_files")),
     picker, uploads);
-  replace(root, zone, el("section", { class: "card" }, el("h1", {}, t("records")), table, pager));
+  const problem = el("p", { class: "error", id: "problem", role: "alert" });
+  replace(root, zone, el("section", { class: "card" }, el("h1", {}, t("records")), problem, table, pager));
 
   picker.addEventListener("change", () => { queue([...picker.files]); picker.value = ""; });
   for (const name of ["dragenter", "dragover"]) {
@@ -102,6 +103,7 @@ function recordsView(root) {
 
   async function refresh() {
     const answer = await api("GET", `/records?limit=${PAGE_SIZE}&offset=${offset}`);
+    replace(problem, answer.ok ? null : reasonOf(answer));
     if (!answer.ok) return;
     const { items, total } = answer.data;
     if (!items.length && offset > 0) { offset = Math.max(0, offset - PAGE_SIZE); return refresh(); }
