@@ -10,7 +10,6 @@ import threading
 import time
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.schedulers.blocking import BlockingScheduler
 from loguru import logger
 
 import actors
@@ -67,17 +66,27 @@ def start_background(tick_seconds: float) -> BackgroundScheduler:
 
 
 def run_forever(tick_seconds: float) -> None:
-    """Tick until SIGTERM or SIGINT, then stop cleanly."""
-    scheduler = BlockingScheduler()
+    """Tick until SIGTERM or SIGINT, then stop cleanly.
+
+    The signal handler only notes the signal; the main thread notices it within a fraction of a
+    second and stops the scheduler itself. Stopping the scheduler from inside the handler could
+    deadlock: the handler runs on the main thread, possibly while that thread holds the
+    scheduler's own (non-reentrant) event lock, and a SIGTERM that came while the scheduler was
+    still starting used to be taken for a broker error and ignored."""
+    signals: list[int] = []
+
+    def note(signum, frame):
+        signals.append(signum)
+
+    signal.signal(signal.SIGTERM, note)
+    signal.signal(signal.SIGINT, note)
+    scheduler = BackgroundScheduler()
     watch = _add_tick(scheduler, tick_seconds)
-
-    def stop(signum, frame):
-        logger.info("scheduler stopping (signal {})", signum)
-        scheduler.shutdown(wait=False)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     logger.info("scheduler ticking every {:g}s", tick_seconds)
     watch.send(actors.tick)
     scheduler.start()
+    while not signals:
+        time.sleep(0.2)
+    logger.info("scheduler stopping (signal {})", signals[0])
+    scheduler.shutdown(wait=False)
     logger.info("scheduler stopped")

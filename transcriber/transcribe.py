@@ -17,6 +17,7 @@ from db.store import DuplicateOwner
 from domain.card import card
 from domain.owners import check_name
 from transcriber.config import Settings
+from transcriber.inputs import source_name
 from transcriber.intake import IntakeError, submit_file
 from transcriber.local import LocalPipeline
 from transcriber.runtime import open_store
@@ -88,9 +89,10 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
         row = store.transcript(record_id)
         body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"])
         if len(paths) > 1 and fmt != "json":
-            print(f"==> {path.name} (record {record_id}) <==")
+            print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":
-            body = json.dumps({"record": record_id, "file": path.name, **json.loads(body)}, ensure_ascii=False)
+            body = json.dumps({"record": record_id, "file": source_name(path.name), **json.loads(body)},
+                              ensure_ascii=False)
             print(body)
         else:
             sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
