@@ -19,7 +19,7 @@ from db import Store
 from domain.claims import NO_WORK
 from domain.invariants import ORPHAN_GRACE_SECONDS
 from domain.stages import Step
-from transcriber import config, logs
+from service import config, logs
 
 QUEUE = "transcriber"
 
@@ -45,7 +45,7 @@ class ListenForWakeups(Middleware):
         from actors.wakeups import Wakeups
 
         if settings.metrics_port is not None:
-            from transcriber.metrics import serve_worker_metrics
+            from service.metrics import serve_worker_metrics
 
             serve_worker_metrics(settings.metrics_port)
         try:
@@ -69,7 +69,7 @@ def _setup() -> tuple[config.Settings, dramatiq.Broker]:
             # worker processes of their own would wait forever on an in-process broker
             raise config.ConfigError("TRANSCRIBER_BROKER_URL", "`dramatiq actors` needs a redis:// or amqp:// URL")
         if "dramatiq.cli" in sys.modules:
-            from transcriber.runtime import check_engine
+            from service.runtime import check_engine
 
             check_engine(settings)
         broker = make_broker(settings.broker_url)
@@ -99,7 +99,7 @@ def store() -> Store:
     global _store
     with _store_lock:
         if _store is None:
-            from transcriber.runtime import open_store
+            from service.runtime import open_store
 
             _store = open_store(settings, max_size=20)
         return _store

@@ -9,6 +9,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
+from domain.redact import redact_url
+
 CONNECT_TIMEOUT_SECONDS = 5
 # the longest an idle Redis consumer sleeps between polls: the worst delay of a wake-up
 REDIS_POLL_MS = 50
@@ -18,12 +20,6 @@ class BrokerUnavailable(RuntimeError):
     pass
 
 
-def _hide_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
 
 
 @contextlib.contextmanager
@@ -79,5 +75,5 @@ def make_broker(url: str | None) -> dramatiq.Broker:
                     raise ConnectionError("connection did not open")
             return broker
     except Exception as error:
-        raise BrokerUnavailable(f"broker unreachable at {_hide_password(url)}: {describe(error)}") from None
+        raise BrokerUnavailable(f"broker unreachable at {redact_url(url)}: {describe(error)}") from None
     raise BrokerUnavailable(f"unsupported broker URL scheme {scheme!r}")

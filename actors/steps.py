@@ -13,8 +13,8 @@ from audio.windows import end_of, start_byte, windows
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
 from domain.stages import Step
-from transcriber import metrics
-from transcriber.config import Settings
+from service import metrics
+from service.config import Settings
 
 if TYPE_CHECKING:
     from actors.work import Heartbeat

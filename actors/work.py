@@ -16,8 +16,8 @@ from db import Store
 from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
 from domain.policy import StepPolicy
 from domain.stages import Step
-from transcriber import metrics
-from transcriber.config import Settings
+from service import metrics
+from service.config import Settings
 
 # Set when the process is stopping: running steps give their claims back at the next beat.
 stopping = threading.Event()

@@ -20,7 +20,6 @@ import json
 import re
 import time
 import wave
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from loguru import logger
@@ -28,6 +27,7 @@ from loguru import logger
 from audio.decode import BYTES_PER_SECOND, SAMPLE_RATE
 from audio.engines import Recognized
 from domain.claims import HaltReason, PermanentStepError
+from domain.redact import redact_url
 
 # The largest file the OpenAI endpoint takes. A 30 s window is under 1 MB; the check is what
 # stops a misuse from being sent only to be refused.
@@ -96,15 +96,6 @@ def wav_bytes(pcm: bytes) -> bytes:
     return out.getvalue()
 
 
-def shown_url(url: str) -> str:
-    """A URL fit for a message: any user:password part is left out."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
 
 class OpenAIEngine:
     """Recognises one window at a time on a server with the OpenAI transcription endpoint."""
@@ -125,7 +116,7 @@ class OpenAIEngine:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIEngine({shown_url(self.url)!r}, model={self.model!r})"
+        return f"OpenAIEngine({redact_url(self.url)!r}, model={self.model!r})"
 
     def close(self) -> None:
         self._client.close()
@@ -147,7 +138,7 @@ class OpenAIEngine:
                   "timestamp_granularities[]": ["segment", "word"]}
         if language:
             fields["language"] = language
-        where = shown_url(self.url)
+        where = redact_url(self.url)
         logger.debug("openai engine: sending {:.1f} s of audio to {} (model {}, language {})",
                      duration, where, self.model, language or "detected")
         began = time.monotonic()
@@ -180,7 +171,7 @@ class OpenAIEngine:
             raise RemoteEngineError(message)
         if 300 <= status < 400:
             location = response.headers.get("location")
-            message += f" (redirected to {shown_url(location)}; set TRANSCRIBER_OPENAI_BASE_URL to it)" \
+            message += f" (redirected to {redact_url(location)}; set TRANSCRIBER_OPENAI_BASE_URL to it)" \
                 if location else " (a redirect)"
         raise PermanentStepError(HaltReason.ENGINE_REFUSED, message)
 

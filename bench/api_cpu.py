@@ -60,7 +60,7 @@ def bare_app(url: str):
 def serve(kind: str, url: str, port: int) -> None:
     import uvicorn
 
-    from transcriber import config, logs
+    from service import config, logs
 
     logs.configure(level="WARNING")
     if kind == "service":
@@ -125,7 +125,7 @@ def main() -> None:
         serve(args.serve[0], args.serve[1], int(args.serve[2]))
         return
     from db import Database, Store
-    from transcriber import logs
+    from service import logs
 
     logs.configure(level="WARNING")
     runs: list[dict[str, dict[str, float]]] = []

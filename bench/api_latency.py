@@ -27,7 +27,7 @@ import uvicorn  # noqa: E402
 from audio.decode import BYTES_PER_SECOND  # noqa: E402
 from db import Database, Store  # noqa: E402
 from media import encode, speech_pcm  # noqa: E402
-from transcriber import config, logs  # noqa: E402
+from service import config, logs  # noqa: E402
 from transcriber.local import LocalPipeline  # noqa: E402
 from web.app import create_app  # noqa: E402
 

@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
     args = parser.parse_args()
-    from transcriber import logs
+    from service import logs
 
     logs.configure(level="WARNING")
     with scratch_database() as url:

@@ -163,7 +163,7 @@ def main() -> None:
 
     from loguru import logger
 
-    from transcriber import logs
+    from service import logs
 
     # the service's own level and line format, written where it costs nothing to keep
     logs.configure(level="INFO", stderr=False)

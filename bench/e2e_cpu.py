@@ -55,7 +55,7 @@ def raw(paths: list[str]) -> float:
     from audio.decode import pcm16k
     from audio.engines import build, spec
     from audio.windows import windows
-    from transcriber import config
+    from service import config
 
     settings = config.load()
     recognizer = build(spec(settings))
@@ -70,7 +70,7 @@ def raw(paths: list[str]) -> float:
 def pipeline(url: str, paths: list[str]) -> float:
     from db import Database, Store
     from db.queries import query
-    from transcriber import config, logs
+    from service import config, logs
     from transcriber.local import LocalPipeline
 
     logs.configure(level="WARNING")
@@ -106,7 +106,7 @@ def main() -> None:
     args = parser.parse_args()
     from db import Database, Store
     from media import encode
-    from transcriber import config, logs
+    from service import config, logs
 
     logs.configure(level="WARNING")
     settings = config.load()

@@ -144,7 +144,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from bench.scratch import scratch_database
-    from transcriber import config
+    from service import config
 
     settings = config.load()
     with tempfile.TemporaryDirectory() as folder:

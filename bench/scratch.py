@@ -15,7 +15,7 @@ import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from db.database import embedded_url  # noqa: E402
-from transcriber import config  # noqa: E402
+from service import config  # noqa: E402
 
 # one of this process's own: two benchmarks running at once never drop each other's
 NAME = f"transcriber_bench_{os.getpid()}"

@@ -23,7 +23,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from audio.decode import BYTES_PER_SECOND, pcm16k  # noqa: E402
 from audio.engines import build, spec  # noqa: E402
 from audio.windows import windows  # noqa: E402
-from transcriber import config  # noqa: E402
+from service import config  # noqa: E402
 from media import encode, speech_pcm  # noqa: E402
 
 

@@ -33,7 +33,7 @@ from db import Database, Store  # noqa: E402
 from db.queries import query  # noqa: E402
 from audio.decode import BYTES_PER_SECOND  # noqa: E402
 from media import speech_pcm  # noqa: E402
-from transcriber import config, logs  # noqa: E402
+from service import config, logs  # noqa: E402
 
 
 def two_seconds(path: Path) -> bytes:

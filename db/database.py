@@ -14,6 +14,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from db.queries import migrations, query
+from domain.redact import redact_url
 
 CONNECT_TIMEOUT_SECONDS = 10
 
@@ -42,7 +43,7 @@ class Database:
         except PoolTimeout as error:
             self._pool.close()
             raise DatabaseUnavailable(
-                f"database unreachable at {redact(url)} within {CONNECT_TIMEOUT_SECONDS}s"
+                f"database unreachable at {redact_url(url)} within {CONNECT_TIMEOUT_SECONDS}s"
             ) from error
 
     @contextlib.contextmanager
@@ -99,16 +100,6 @@ class Database:
         except (psycopg.Error, PoolTimeout):
             return False
 
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "<unparsable database URL>"
-    if "password" in info:
-        info["password"] = "***"
-    return psycopg.conninfo.make_conninfo(**info)
 
 
 def embedded_url(home: Path) -> str:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import psycopg
 from loguru import logger
 
-from db.database import CONNECT_TIMEOUT_SECONDS, redact
+from db.database import CONNECT_TIMEOUT_SECONDS
 from db.queries import query
+from domain.redact import redact_url
 
 RETRY_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 # the operating system notices a silently dropped connection within about a minute
@@ -83,7 +84,7 @@ class Listener:
             pause = RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS) - 1)]
             if self._failures == 0:
                 logger.warning("wake-up listener cannot reach the database at {} ({}); retrying",
-                               redact(self.url), type(error).__name__)
+                               redact_url(self.url), type(error).__name__)
             self._failures += 1
             time.sleep(min(pause, timeout))
             return []

@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from db import Database, Store  # noqa: E402
-from transcriber import logs  # noqa: E402
+from service import logs  # noqa: E402
 
 _embedded = {}
 
@@ -172,7 +172,7 @@ def run_together(count: int, work):
 
 def settings(**overrides):
     """Service settings as the environment would give them, with TRANSCRIBER_* overrides."""
-    from transcriber import config
+    from service import config
 
     return config.load({f"TRANSCRIBER_{k.upper()}": str(v) for k, v in overrides.items()})
 

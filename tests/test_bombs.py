@@ -137,7 +137,7 @@ def test_conversion_halts_audio_too_long_when_the_declaration_lied(store, owner,
     """Issue 8 §1.3, INV-1: a file whose header lies about its length (or states none) is
     accepted, and its conversion stops at the cap and halts the record with audio_too_long at
     once (no attempts burnt); no converted audio is left behind."""
-    from transcriber.intake import accept_file
+    from service.intake import accept_file
 
     s = settings(max_audio_seconds=60)
     record_id = accept_file(store, s, lying_flac(tmp_path / "liar.flac", 120, declared), owner_id=owner["id"])

@@ -96,7 +96,7 @@ def done(c):
 def test_upload_card_text_in_all_formats(make_api, tmp_path, monkeypatch):
     """P6-S1: upload → card at created → … → done; the text is served by the text address in
     all four formats, and the pipeline makes no outbound call at all."""
-    from transcriber import logs
+    from service import logs
 
     log_path = tmp_path / "service.jsonl"
     logs.configure(level="DEBUG", json_path=log_path)
@@ -259,7 +259,7 @@ def test_halt_shows_on_card_and_in_log(make_api, tmp_path, db, store):
     """P6-S2: a record halted after exhausting its failures: the card carries the stage reached,
     the halt flag and its reason; the service owner's JSON log has a line about the halt with
     the reason and the record id, and no transcript or token."""
-    from transcriber import logs
+    from service import logs
 
     log_path = tmp_path / "service.jsonl"
     logs.configure(level="WARNING", json_path=log_path)

@@ -32,7 +32,7 @@ def test_lost_leases_halt_with_worker_lost(store, owner, db, tmp_path):
     service owner's log has the halt with the record id; the journal tells the story."""
     from loguru import logger
 
-    from transcriber import logs
+    from service import logs
 
     log_path = tmp_path / "service.jsonl"
     logs.configure(level="WARNING", json_path=log_path)
@@ -96,7 +96,7 @@ def test_only_lost_leases_count(store, owner, db):
 def test_max_lost_leases_setting():
     """Issue 8 §2: TRANSCRIBER_MAX_LOST_LEASES sets the limit for every step (default 3); a value
     out of range stops the start with one line naming it."""
-    from transcriber.config import ConfigError
+    from service.config import ConfigError
 
     assert {settings().policy(step).max_lost_leases for step in Step} == {3}
     assert {settings(max_lost_leases=7).policy(step).max_lost_leases for step in Step} == {7}

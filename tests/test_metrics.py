@@ -12,7 +12,7 @@ from conftest import add_record, policy, settings, work_until_idle
 from domain.claims import HaltReason
 from domain.stages import Step
 from media import encode
-from transcriber import metrics
+from service import metrics
 from web.app import create_app
 
 SERIES = ("transcriber_records", "transcriber_records_waiting", "transcriber_records_halted",
@@ -72,7 +72,7 @@ def test_the_metrics_port_setting_is_checked():
     """issue 10 §5: a bad TRANSCRIBER_METRICS_PORT fails at start, naming the variable."""
     import pytest
 
-    from transcriber.config import ConfigError
+    from service.config import ConfigError
 
     assert settings(metrics_port=9300).metrics_port == 9300
     with pytest.raises(ConfigError, match="TRANSCRIBER_METRICS_PORT"):

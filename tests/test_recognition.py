@@ -121,8 +121,8 @@ import sys, time
 sys.path.insert(0, {root!r})
 from actors.work import run_once
 from domain.stages import Step
-from transcriber import config
-from transcriber.runtime import open_store
+from service import config
+from service.runtime import open_store
 settings = config.load()
 store = open_store(settings)
 while True:
@@ -304,7 +304,7 @@ def test_language_asked_for_at_intake_is_used(store, owner, tmp_path):
 ])
 def test_bad_engine_settings_fail_naming_the_variable(variable, value, words):
     """Issue 7.1/7.2: an unknown language, device or engine fails at start naming the variable."""
-    from transcriber import config
+    from service import config
 
     with pytest.raises(config.ConfigError) as raised:
         config.load({f"TRANSCRIBER_{variable}": value})
@@ -353,7 +353,7 @@ def test_bundled_weights_verify_and_the_split_model_is_joined(tmp_path):
 
 def test_upload_language_is_checked(store, owner, tmp_path):
     """Issue 7.2: a language the engine cannot do is refused at intake, nothing stored."""
-    from transcriber.intake import BadLanguage, accept_file
+    from service.intake import BadLanguage, accept_file
 
     path = encode(tmp_path / "a.wav")
     with pytest.raises(BadLanguage, match="English only"):

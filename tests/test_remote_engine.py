@@ -24,7 +24,7 @@ from audio.decode import BYTES_PER_SECOND
 from audio.remote import MAX_UPLOAD_BYTES, OpenAIEngine, language_code
 from domain.claims import HaltReason, PermanentStepError
 from media import speech_pcm
-from transcriber.config import ConfigError, load
+from service.config import ConfigError, load
 
 KEY = "sk-test-0123456789abcdefSECRET"
 

@@ -81,7 +81,7 @@ def test_unreachable_database_fails_fast():
 
 
 def test_password_never_in_error():
-    from db.database import redact
+    from domain.redact import redact_url as redact
 
     assert "secret" not in redact("postgresql://u:secret@h/db")
 

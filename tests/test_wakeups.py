@@ -205,7 +205,7 @@ def test_a_record_is_claimed_without_a_tick(store, owner, tmp_path):
     by the wake-ups alone, well within one tick."""
     import actors
     from media import encode
-    from transcriber.intake import accept_file
+    from service.intake import accept_file
     from transcriber.local import LocalPipeline
 
     the_settings = settings(tick_seconds=60, engine="pocketsphinx")

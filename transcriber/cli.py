@@ -14,9 +14,9 @@ from audio.formats import FORMATS, render
 from domain.card import card
 from domain.owners import InvalidOwnerName, check_name, state
 from domain.resume import NotHalted, UnknownRecord, resume
-from transcriber import config, logs
-from transcriber.intake import IntakeError
-from transcriber.runtime import open_store
+from service import config, logs
+from service.intake import IntakeError
+from service.runtime import open_store
 
 EXIT_USAGE = 2
 
@@ -30,7 +30,7 @@ def _print_json(value: object) -> None:
 
 
 def _record_id(text: str) -> int:
-    from transcriber.inputs import record_id
+    from service.inputs import record_id
 
     value = record_id(text)
     if value is None:
@@ -39,7 +39,7 @@ def _record_id(text: str) -> int:
 
 
 def cmd_migrate(args, settings) -> int:
-    from transcriber.runtime import open_database
+    from service.runtime import open_database
 
     db = open_database(settings, migrate=False)
     applied = db.migrate()
@@ -105,7 +105,7 @@ def cmd_owner_list(args, settings) -> int:
 
 
 def cmd_submit(args, settings) -> int:
-    from transcriber.intake import submit_file
+    from service.intake import submit_file
     store = open_store(settings)
     record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title,
                             language=args.language)

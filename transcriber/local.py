@@ -5,14 +5,14 @@ from __future__ import annotations
 import dramatiq
 
 from db import Store
-from transcriber.config import Settings
+from service.config import Settings
 
 
 class LocalPipeline:
     def __init__(self, store: Store, settings: Settings, *, threads: int = 2):
         import actors
         from actors.scheduler import start_background
-        from transcriber.runtime import check_engine
+        from service.runtime import check_engine
 
         check_engine(settings)
         actors.use(store, settings)

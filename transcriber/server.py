@@ -5,8 +5,8 @@ import signal
 
 import uvicorn
 
-from transcriber.config import Settings
-from transcriber.runtime import open_store
+from service.config import Settings
+from service.runtime import open_store
 
 
 def run(settings: Settings, host: str, port: int, *, with_pipeline: bool) -> int:

@@ -16,11 +16,11 @@ from db import Store
 from db.store import DuplicateOwner
 from domain.card import card
 from domain.owners import check_name
-from transcriber.config import Settings
-from transcriber.inputs import source_name
-from transcriber.intake import IntakeError, submit_file
+from service.config import Settings
+from service.inputs import source_name
+from service.intake import IntakeError, submit_file
 from transcriber.local import LocalPipeline
-from transcriber.runtime import open_store
+from service.runtime import open_store
 
 POLL_SECONDS = 0.25
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Query
 from db import Store
 from domain.card import card
 from domain.resume import NotHalted, UnknownRecord, resume
-from transcriber.inputs import MAX_OFFSET
+from service.inputs import MAX_OFFSET
 from web.app import NOT_FOUND, ApiError
 
 PREFIX = "/admin/api"

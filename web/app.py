@@ -20,9 +20,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from audio.formats import FORMATS, MEDIA_TYPES, render
 from db import Store
 from domain.card import card, links
-from transcriber import inputs
-from transcriber.config import Settings
-from transcriber.intake import IntakeError, TooLarge, accept_file, size_limit_message
+from service import inputs
+from service.config import Settings
+from service.intake import IntakeError, TooLarge, accept_file, size_limit_message
 from web.health import DatabaseProbe
 from web import pages
 
@@ -110,7 +110,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         """Prometheus metrics: records per stage, halted by reason, waiting out a pause (read from
         the database now), and this process's claims, saves, refused writes, step durations and
         recognition real-time factor. No token needed, like /healthz: counts only, nothing private."""
-        from transcriber import metrics
+        from service import metrics
 
         return Response(metrics.exposition(store), media_type=metrics.CONTENT_TYPE)
 

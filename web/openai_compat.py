@@ -29,8 +29,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from audio.formats import MEDIA_TYPES, render
 from db import Store
 from domain.card import links
-from transcriber.config import Settings
-from transcriber.intake import IntakeError, accept_file
+from service.config import Settings
+from service.intake import IntakeError, accept_file
 from web.app import COPY_BYTES, ApiError
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")

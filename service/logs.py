@@ -36,7 +36,7 @@ def configure(*, level: str = "INFO", json_path: Path | None = None, stderr: boo
             # enqueue: safe from many threads and processes writing one file
             logger.add(json_path, level="DEBUG", serialize=True, enqueue=True, backtrace=False, diagnose=False)
         except OSError as error:
-            from transcriber.config import ConfigError
+            from service.config import ConfigError
 
             raise ConfigError("TRANSCRIBER_LOG_JSON", f"cannot write the log at {json_path}: {error.strerror}") from None
 

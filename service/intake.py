@@ -7,8 +7,8 @@ from typing import Iterator
 
 from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
-from transcriber import inputs
-from transcriber.config import Settings
+from service import inputs
+from service.config import Settings
 
 READ_BYTES = 1 << 20
 
@@ -69,7 +69,7 @@ def checked_language(settings: Settings, language: str | None) -> str | None:
     """The language asked for with an upload, checked against what the engine can do; None when
     none was asked for (the service's default applies)."""
     from audio.models import english_only
-    from transcriber.config import check_language
+    from service.config import check_language
 
     if language is None or not language.strip():
         return None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from db import Database, DatabaseUnavailable, Store
 from db.database import embedded_url
-from transcriber.config import Settings
+from service.config import Settings
 
 
 def open_database(settings: Settings, *, max_size: int = 10, migrate: bool = True) -> Database:
@@ -30,7 +30,7 @@ def check_engine(settings: Settings) -> None:
     """Fail at start, naming the variable, when the configured model is missing or corrupt."""
     from audio.engines import spec
     from audio.models import ModelError
-    from transcriber.config import ConfigError
+    from service.config import ConfigError
 
     if settings.engine == "faster-whisper":
         try:
