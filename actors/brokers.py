@@ -20,8 +20,6 @@ class BrokerUnavailable(RuntimeError):
     pass
 
 
-
-
 @contextlib.contextmanager
 def _quiet(library: str):
     """Silence a library's own log while we try it: its failure becomes our one line, not a
@@ -42,38 +40,45 @@ def describe(error: BaseException) -> str:
 
 
 def make_broker(url: str | None) -> dramatiq.Broker:
-    """A broker for `url` (redis:// or amqp://), checked reachable within a bounded wait;
-    without a URL, the in-process broker for a single process."""
+    """A broker for `url` (redis:// or amqp://), not yet connected; without a URL, the
+    in-process broker for a single process. `connect` checks it is reachable."""
     if url is None:
         return StubBroker()
     scheme = urlsplit(url).scheme
+    if scheme in ("redis", "rediss"):
+        from dramatiq.brokers.redis import RedisBroker
+
+        class PromptRedisBroker(RedisBroker):
+            """An idle Redis consumer polls with a pause that grows up to the worker's timeout
+            (a second by default), so a wake-up could wait that long; here the pause stops
+            growing at REDIS_POLL_MS (idle polling costs Redis commands, not transactions)."""
+
+            def consume(self, queue_name, prefetch=1, timeout=5000):
+                return super().consume(queue_name, prefetch, min(timeout, REDIS_POLL_MS))
+
+        return PromptRedisBroker(url=url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, socket_timeout=30)
+    if scheme in ("amqp", "amqps"):
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+        parts = urlsplit(url)
+        query = {"connection_attempts": "1", "stack_timeout": str(CONNECT_TIMEOUT_SECONDS),
+                 "socket_timeout": str(CONNECT_TIMEOUT_SECONDS), **dict(parse_qsl(parts.query))}
+        return RabbitmqBroker(url=urlunsplit(parts._replace(query=urlencode(query))))
+    raise BrokerUnavailable(f"unsupported broker URL scheme {scheme!r}")
+
+
+def connect(broker: dramatiq.Broker, url: str | None) -> None:
+    """Check, within a bounded wait, that the broker made for `url` answers; BrokerUnavailable
+    with one line naming it (without its password) otherwise."""
+    if url is None:
+        return
+    scheme = urlsplit(url).scheme
     try:
         if scheme in ("redis", "rediss"):
-            from dramatiq.brokers.redis import RedisBroker
-
-            class PromptRedisBroker(RedisBroker):
-                """An idle Redis consumer polls with a pause that grows up to the worker's timeout
-                (a second by default), so a wake-up could wait that long; here the pause stops
-                growing at REDIS_POLL_MS (idle polling costs Redis commands, not transactions)."""
-
-                def consume(self, queue_name, prefetch=1, timeout=5000):
-                    return super().consume(queue_name, prefetch, min(timeout, REDIS_POLL_MS))
-
-            broker = PromptRedisBroker(url=url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                                 socket_timeout=30)
             broker.client.ping()
-            return broker
-        if scheme in ("amqp", "amqps"):
-            from dramatiq.brokers.rabbitmq import RabbitmqBroker
-
-            parts = urlsplit(url)
-            query = {"connection_attempts": "1", "stack_timeout": str(CONNECT_TIMEOUT_SECONDS),
-                     "socket_timeout": str(CONNECT_TIMEOUT_SECONDS), **dict(parse_qsl(parts.query))}
-            broker = RabbitmqBroker(url=urlunsplit(parts._replace(query=urlencode(query))))
+        else:
             with _quiet("pika"):
                 if not broker.connection.is_open:  # opens it now, within the bounded wait
                     raise ConnectionError("connection did not open")
-            return broker
     except Exception as error:
         raise BrokerUnavailable(f"broker unreachable at {redact_url(url)}: {describe(error)}") from None
-    raise BrokerUnavailable(f"unsupported broker URL scheme {scheme!r}")

@@ -5,8 +5,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
+from actors.heartbeat import Heartbeat
 from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, TooLong, UndecodableAudio, pcm16k
 from audio.engines import engine
 from audio.windows import end_of, start_byte, windows
@@ -15,9 +16,6 @@ from domain.claims import HaltReason, PermanentStepError
 from domain.stages import Step
 from service import metrics
 from service.config import Settings
-
-if TYPE_CHECKING:
-    from actors.work import Heartbeat
 
 Beat = Callable[..., None]
 

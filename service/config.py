@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -22,6 +23,9 @@ ENGINES = ("faster-whisper", "pocketsphinx", "openai")
 DEVICES = ("cpu", "cuda")
 BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 DAY = 24 * 3600.0
+LONGEST_TIME_LIMIT_SECONDS = 365 * DAY  # the most a stage's time limit may be set to
+DEFAULT_QUEUE = "transcriber"
+_QUEUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,99}")
 
 
 class ConfigError(ValueError):
@@ -55,6 +59,7 @@ class Settings:
     recognizer_timeout_seconds: float | None = None
     # where a worker process serves its Prometheus metrics (the first free port from here on)
     metrics_port: int | None = None
+    queue: str = DEFAULT_QUEUE
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]
@@ -95,6 +100,26 @@ def check_language(code: str) -> str:
     return code
 
 
+def broker_url_of(env: Mapping[str, str]) -> str | None:
+    """TRANSCRIBER_BROKER_URL, checked: None for the in-process broker."""
+    broker_url = env.get("TRANSCRIBER_BROKER_URL", "").strip() or None
+    if broker_url is not None:
+        parts = urlsplit(broker_url)
+        if parts.scheme not in BROKER_SCHEMES or not parts.hostname:
+            raise ConfigError("TRANSCRIBER_BROKER_URL",
+                              f"must be a redis://HOST… or amqp://HOST… URL, got scheme {parts.scheme!r}")
+    return broker_url
+
+
+def queue_of(env: Mapping[str, str]) -> str:
+    """TRANSCRIBER_QUEUE, checked: the broker queue the wake-ups travel on. Services (or test
+    runs) that share one broker each name their own."""
+    queue = env.get("TRANSCRIBER_QUEUE", "").strip() or DEFAULT_QUEUE
+    if not _QUEUE_NAME.fullmatch(queue):
+        raise ConfigError("TRANSCRIBER_QUEUE", f"must be letters, digits, '.', '_' or '-' (at most 100), got {queue!r}")
+    return queue
+
+
 def load(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     database_url = env.get("TRANSCRIBER_DATABASE_URL", "").strip() or None
@@ -102,12 +127,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
             and "=" not in database_url:
         raise ConfigError("TRANSCRIBER_DATABASE_URL", "must be a postgresql:// URL or a libpq conninfo string")
 
-    broker_url = env.get("TRANSCRIBER_BROKER_URL", "").strip() or None
-    if broker_url is not None:
-        parts = urlsplit(broker_url)
-        if parts.scheme not in BROKER_SCHEMES or not parts.hostname:
-            raise ConfigError("TRANSCRIBER_BROKER_URL",
-                              f"must be a redis://HOST… or amqp://HOST… URL, got scheme {parts.scheme!r}")
+    broker_url = broker_url_of(env)
 
     engine = env.get("TRANSCRIBER_ENGINE", "").strip() or "faster-whisper"
     if engine not in ENGINES:
@@ -134,7 +154,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
             lease_seconds=_number(env, prefix + "LEASE_SECONDS", DEFAULT_LEASE_SECONDS[step], minimum=1,
                                   maximum=DAY),
             time_limit_seconds=_number(env, prefix + "TIME_LIMIT_SECONDS", DEFAULT_TIME_LIMIT_SECONDS[step],
-                                       minimum=1, maximum=365 * DAY),
+                                       minimum=1, maximum=LONGEST_TIME_LIMIT_SECONDS),
             max_attempts=max_attempts,
             backoff_seconds=backoff,
             max_lost_leases=max_lost,
@@ -171,6 +191,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         recognizer_timeout_seconds=_number(env, "TRANSCRIBER_RECOGNIZER_TIMEOUT_SECONDS", None, minimum=1,
                                            maximum=DAY),
         metrics_port=_port(env, "TRANSCRIBER_METRICS_PORT"),
+        queue=queue_of(env),
     )
 
 

@@ -6,6 +6,7 @@ Migrations are applied once to a template database that every test's database is
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -125,11 +126,17 @@ def add_record(store: Store, owner: dict, payload: bytes = b"not really audio", 
     return store.accept(owner["id"], [payload], title=title, source_name="sample.bin")
 
 
+_queue_numbers = itertools.count(1)
+
+
 @pytest.fixture
 def env(database_url, tmp_path) -> dict:
-    """An environment for `transcriber` subprocesses pointed at this test's database."""
+    """An environment for `transcriber` subprocesses pointed at this test's database, with a
+    broker queue of this test's own: two runs of the suite on one machine (or two tests) that
+    share its Redis or RabbitMQ never take each other's wake-ups."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    environment.update(TRANSCRIBER_DATABASE_URL=database_url, TRANSCRIBER_HOME=str(tmp_path / "home"))
+    environment.update(TRANSCRIBER_DATABASE_URL=database_url, TRANSCRIBER_HOME=str(tmp_path / "home"),
+                       TRANSCRIBER_QUEUE=f"tests_{os.getpid()}_{next(_queue_numbers)}")
     environment["PYTHONPATH"] = str(ROOT) + os.pathsep + environment.get("PYTHONPATH", "")
     return environment
 
@@ -190,3 +197,22 @@ def work_until_idle(store, the_settings, limit=50):
         if all(o is NO_WORK for o in ran):
             return outcomes
     raise AssertionError("work did not run out")
+
+
+def drop_queue(name: str, redis_url: str | None = None, amqp_url: str | None = None) -> None:
+    """Remove what a test's queue left on the shared brokers (its keys in one Redis database,
+    its queues in RabbitMQ), and nothing else."""
+    if redis_url:
+        import redis
+
+        with redis.Redis.from_url(redis_url) as client:
+            for key in client.scan_iter(f"dramatiq:*{name}*"):
+                client.delete(key)
+    if amqp_url:
+        import pika
+
+        with pika.BlockingConnection(pika.URLParameters(amqp_url)) as connection:
+            channel = connection.channel()
+            for queue in (name, f"{name}.DQ", f"{name}.XQ"):
+                channel.queue_delete(queue)
+

@@ -7,6 +7,7 @@ import pytest
 from loguru import logger
 
 import actors
+from actors.middleware import ListenForWakeups
 from actors.work import stopping
 from conftest import kinds, settings
 from media import encode
@@ -15,11 +16,11 @@ from transcriber.local import LocalPipeline
 
 @pytest.fixture
 def stub(store):
-    actors.use(store, settings())
+    actors.use(settings(), store)
     actors.broker.flush_all()
     middleware = list(actors.broker.middleware)
     # no wake-ups on commit here: these tests send the actors' wake-ups themselves
-    actors.broker.middleware[:] = [m for m in middleware if not isinstance(m, actors.ListenForWakeups)]
+    actors.broker.middleware[:] = [m for m in middleware if not isinstance(m, ListenForWakeups)]
     yield actors.broker
     actors.broker.flush_all()
     actors.broker.middleware[:] = middleware

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, drop_queue
 from relay import Relay
 from test_http import free_port
 from test_workers import _listening as listening
@@ -84,12 +84,8 @@ def test_scheduler_says_once_that_the_broker_is_lost_and_once_that_it_is_back(en
         scheduler.send_signal(signal.SIGTERM)
         scheduler.wait(timeout=60)
         relay.close()
-        if kind == "redis":
-            import redis
-
-            with redis.Redis(host="127.0.0.1", port=upstream_port, db=REDIS_DB) as client:
-                for key in client.scan_iter("dramatiq:*"):
-                    client.delete(key)
+        upstream = url(upstream_port)
+        drop_queue(env["TRANSCRIBER_QUEUE"], **{"redis_url" if kind == "redis" else "amqp_url": upstream})
     text = log.path.read_text()
     assert "Traceback" not in text and "ERROR" not in text, text
     assert len(log.lines("broker unreachable")) == 1, text

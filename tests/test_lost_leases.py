@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, add_record, kinds, policy, settings
+from conftest import ROOT, add_record, drop_queue, kinds, policy, settings
 from domain.card import card
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.policy import StepPolicy
@@ -118,9 +118,6 @@ def test_record_that_kills_its_worker_halts_worker_lost(store, owner, env, tmp_p
     ends halted with worker_lost after three lost leases, visible on its card and in the log
     with its id; a record that killed its worker once is taken over and finishes (its lost
     lease is counted, then reset by the save); a plain record is done untouched."""
-    import redis
-
-    redis.Redis(host="127.0.0.1", port=6379, db=CRASH_REDIS_DB).flushdb()
     log_path = tmp_path / "service.jsonl"
     worker_env = {**env, "TRANSCRIBER_BROKER_URL": f"redis://127.0.0.1:6379/{CRASH_REDIS_DB}",
                   "TRANSCRIBER_TICK_SECONDS": "0.5", "TRANSCRIBER_CONVERT_LEASE_SECONDS": "2",
@@ -153,6 +150,7 @@ def test_record_that_kills_its_worker_halts_worker_lost(store, owner, env, tmp_p
     finally:
         processes.stop_all()
         stderr.close()
+        drop_queue(env["TRANSCRIBER_QUEUE"], redis_url=worker_env["TRANSCRIBER_BROKER_URL"])
     assert deaths == 4  # three for the doomed record, one for the unlucky one
     row = store.read_record(doomed)
     assert (row["halt_reason"], row["stage"], row["lost_leases"], row["failures"]) == ("worker_lost", "created", 3, 0)

@@ -221,6 +221,7 @@ def test_a_record_is_claimed_without_a_tick(store, owner, tmp_path):
 
 def _listening() -> bool:
     import actors
+    from actors.middleware import ListenForWakeups
 
-    found = [m for m in actors.broker.middleware if isinstance(m, actors.ListenForWakeups)]
+    found = [m for m in actors.broker.middleware if isinstance(m, ListenForWakeups)]
     return bool(found) and found[0].wakeups is not None and found[0].wakeups.listener.connected

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, kinds
+from conftest import ROOT, drop_queue, kinds
 from media import encode
 
 REDIS_DB = 13
@@ -32,10 +32,9 @@ pytestmark = pytest.mark.skipif(not _listening(6379), reason="no Redis on 127.0.
 
 @pytest.fixture
 def redis_env(env):
-    import redis
-
-    redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB).flushdb()
-    return {**env, "TRANSCRIBER_BROKER_URL": f"redis://127.0.0.1:6379/{REDIS_DB}", "TRANSCRIBER_TICK_SECONDS": "0.5"}
+    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
+    yield {**env, "TRANSCRIBER_BROKER_URL": url, "TRANSCRIBER_TICK_SECONDS": "0.5"}
+    drop_queue(env["TRANSCRIBER_QUEUE"], redis_url=url)
 
 
 class Processes:
@@ -162,11 +161,15 @@ def test_bad_broker_url_fails_fast(env, url):
 @pytest.mark.skipif(not _listening(5672), reason="no RabbitMQ on 127.0.0.1:5672")
 def test_worker_and_scheduler_on_rabbitmq(store, owner, env, processes, tmp_path):
     """The same pipeline with RabbitMQ as the broker."""
-    rabbit_env = {**env, "TRANSCRIBER_BROKER_URL": "amqp://guest:guest@127.0.0.1:5672/%2F",
-                  "TRANSCRIBER_TICK_SECONDS": "0.5"}
+    url = "amqp://guest:guest@127.0.0.1:5672/%2F"
+    rabbit_env = {**env, "TRANSCRIBER_BROKER_URL": url, "TRANSCRIBER_TICK_SECONDS": "0.5"}
     audio = encode(tmp_path / "speech.opus", "opus").read_bytes()
     ids = [store.accept(owner["id"], [audio]) for _ in range(3)]
-    processes.worker(rabbit_env)
-    processes.scheduler(rabbit_env)
-    wait_for(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 600)
+    try:
+        processes.worker(rabbit_env)
+        processes.scheduler(rabbit_env)
+        wait_for(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 600)
+    finally:
+        processes.stop_all()
+        drop_queue(env["TRANSCRIBER_QUEUE"], amqp_url=url)
     assert all(kinds(store, i).count("advanced") == 2 for i in ids)

@@ -11,11 +11,13 @@ from service.config import Settings
 class LocalPipeline:
     def __init__(self, store: Store, settings: Settings, *, threads: int = 2):
         import actors
+        from actors.brokers import connect
         from actors.scheduler import start_background
         from service.runtime import check_engine
 
         check_engine(settings)
-        actors.use(store, settings)
+        connect(actors.broker, settings.broker_url)
+        actors.use(settings, store)
         self.worker = dramatiq.Worker(actors.broker, worker_threads=threads, worker_timeout=100)
         self.worker.start()
         self.scheduler = start_background(settings.tick_seconds)

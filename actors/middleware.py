@@ -1,0 +1,78 @@
+"""The worker process's own hooks on dramatiq: loading the configuration at boot, giving claims
+back at shutdown, and listening for the database's wake-ups."""
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+from dramatiq.middleware import Middleware
+from loguru import logger
+
+from actors import context
+from actors.brokers import BrokerUnavailable, connect
+from actors.wakeups import Wakeups
+from actors.work import stopping
+from domain.stages import Step
+from service import config, logs
+from service.runtime import check_engine
+
+
+class Boot(Middleware):
+    """Loads and checks the configuration when a `dramatiq actors` process boots: the settings,
+    the log sinks, the recognizer's model and the broker's reachability. Anything wrong is one
+    line naming the variable, and the process stops (exit status 2) before it takes any work.
+    Importing the entry module checks none of it, so importing it never exits a process."""
+
+    def __init__(self, configure: Callable[[config.Settings], None]):
+        self.configure = configure
+
+    def after_process_boot(self, broker):
+        try:
+            settings = config.load()
+            logs.configure_once(level="INFO", json_path=settings.log_json)
+            if settings.broker_url is None:
+                # worker processes of their own would wait forever on an in-process broker
+                raise config.ConfigError("TRANSCRIBER_BROKER_URL", "`dramatiq actors` needs a redis:// or amqp:// URL")
+            check_engine(settings)
+            connect(broker, settings.broker_url)
+        except (config.ConfigError, BrokerUnavailable) as error:
+            print(f"transcriber: {error}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+        self.configure(settings)
+
+
+class StopSteps(Middleware):
+    """On worker shutdown, running steps give their claims back at their next beat (INV-1)."""
+
+    def after_worker_boot(self, broker, worker):
+        stopping.clear()
+
+    def before_worker_shutdown(self, broker, worker):
+        stopping.set()
+
+
+class ListenForWakeups(Middleware):
+    """Each worker process listens for the database's wake-ups and feeds them to its actors
+    (actors.wakeups); the tick stays the safety net."""
+
+    def __init__(self, wake: Callable[[Step], None]):
+        self.wake = wake
+        self.wakeups = None
+
+    def after_worker_boot(self, broker, worker):
+        settings = context.settings()
+        if settings.metrics_port is not None:
+            from service.metrics import serve_worker_metrics
+
+            serve_worker_metrics(settings.metrics_port)
+        try:
+            url = context.store().db.url
+        except Exception as error:  # the database is away: runs find out; the tick still wakes them
+            logger.warning("no wake-up listener in this worker ({}); the tick still runs", type(error).__name__)
+            return
+        self.wakeups = Wakeups(url, self.wake).start()
+
+    def before_worker_shutdown(self, broker, worker):
+        if self.wakeups is not None:
+            self.wakeups.stop()
+            self.wakeups = None

@@ -1,0 +1,104 @@
+"""`transcriber owner …` and `transcriber operator …`: the accounts the service owner manages."""
+from __future__ import annotations
+
+from db.store import DuplicateOwner
+from domain.owners import InvalidOwnerName, check_name, state
+from service.runtime import open_store
+from transcriber.console import UserError, print_json
+
+
+def cmd_owner_add(args, settings) -> int:
+    check_name(args.name)
+    store = open_store(settings)
+    try:
+        token = store.add_owner(args.name)
+    except DuplicateOwner as error:
+        raise UserError(str(error)) from None
+    print(f"owner {args.name} created; API token (shown once, keep it):")
+    print(token)
+    return 0
+
+
+def _no_owner(name: str) -> UserError:
+    return UserError(f"no owner named {name!r} (see: transcriber owner list)")
+
+
+def cmd_owner_token(args, settings) -> int:
+    token = open_store(settings).new_token(args.name)
+    if token is None:
+        raise _no_owner(args.name)
+    print(f"owner {args.name} has a new API token (shown once, keep it); the old one no longer works:")
+    print(token)
+    return 0
+
+
+def cmd_owner_enable(args, settings) -> int:
+    disable = args.owner_command == "disable"
+    was_disabled = open_store(settings).set_owner_disabled(args.name, disable)
+    if was_disabled is None:
+        raise _no_owner(args.name)
+    if was_disabled == disable:
+        print(f"owner {args.name} was already {'disabled' if disable else 'enabled'}")
+    elif disable:
+        print(f"owner {args.name} disabled: its API token is refused until `transcriber owner enable`")
+    else:
+        print(f"owner {args.name} enabled: its current API token works again")
+    return 0
+
+
+def cmd_owner_list(args, settings) -> int:
+    rows = [{"name": row["name"], "state": state(row["disabled_at"]), "records": row["records"],
+             "done": row["done"], "halted": row["halted"], "created_at": row["created_at"].isoformat()}
+            for row in open_store(settings).owners()]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no owners yet (create one with: transcriber owner add NAME)")
+        return 0
+    width = max(4, *(len(row["name"]) for row in rows))
+    print(f"{'name':<{width}} {'state':<8} {'records':>7} {'done':>6} {'halted':>6}  created")
+    for row in rows:
+        print(f"{row['name']:<{width}} {row['state']:<8} {row['records']:>7} {row['done']:>6} {row['halted']:>6}  "
+              f"{row['created_at'][:19]}")
+    return 0
+
+
+def cmd_operator_add(args, settings) -> int:
+    from db.web import DuplicateOperator
+
+    try:
+        check_name(args.name)  # the same rule as owners' names
+    except InvalidOwnerName as error:
+        raise UserError(str(error).replace("an owner name", "an operator name")) from None
+    try:
+        token = open_store(settings).add_operator(args.name)
+    except DuplicateOperator as error:
+        raise UserError(str(error)) from None
+    print(f"operator {args.name} created; /admin token (shown once, keep it):")
+    print(token)
+    return 0
+
+
+def add_commands(sub) -> None:
+    owner = sub.add_parser("owner", help="manage owners").add_subparsers(dest="owner_command", required=True)
+    p = owner.add_parser("add", help="create an owner and print its API token once")
+    p.add_argument("name")
+    p.set_defaults(run=cmd_owner_add)
+    p = owner.add_parser("token", help="give an owner a new API token (printed once); the old one stops working")
+    p.add_argument("name")
+    p.set_defaults(run=cmd_owner_token)
+    for action, text in (("disable", "refuse an owner's API token until it is enabled (records stay)"),
+                         ("enable", "accept a disabled owner's current API token again")):
+        p = owner.add_parser(action, help=text)
+        p.add_argument("name")
+        p.set_defaults(run=cmd_owner_enable)
+    p = owner.add_parser("list", help="owners with their state and record counts (never tokens)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_owner_list)
+
+    operator = sub.add_parser("operator", help="manage the service owner's /admin accounts").add_subparsers(
+        dest="operator_command", required=True)
+    p = operator.add_parser("add", help="create an operator account for /admin and print its token once")
+    p.add_argument("name")
+    p.set_defaults(run=cmd_operator_add)

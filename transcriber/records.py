@@ -1,0 +1,110 @@
+"""`transcriber submit`, `card`, `text`, `events`, `resume`, `delete`: one record at a time, through
+the same functions the HTTP API calls."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from audio.formats import FORMATS, render
+from db import Store
+from domain.card import card
+from domain.resume import NotHalted, UnknownRecord, resume
+from service.intake import submit_file
+from service.runtime import open_store
+from transcriber.console import UserError, print_json, record_id_argument
+
+
+def cmd_submit(args, settings) -> int:
+    store = open_store(settings)
+    record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title,
+                            language=args.language)
+    print(record_id)
+    return 0
+
+
+def _card_or_fail(store: Store, record_id: int) -> dict:
+    row = store.card_row(record_id)
+    if row is None:
+        raise UserError(f"no record with id {record_id}")
+    return card(row)
+
+
+def cmd_card(args, settings) -> int:
+    print_json(_card_or_fail(open_store(settings), args.id))
+    return 0
+
+
+def cmd_events(args, settings) -> int:
+    store = open_store(settings)
+    events = store.events(args.id)
+    if not events:  # an erased record still has its `deleted` line
+        _card_or_fail(store, args.id)
+    for event in events:
+        print_json({**event, "at": event["at"].isoformat()})
+    return 0
+
+
+def cmd_text(args, settings) -> int:
+    store = open_store(settings)
+    row = store.transcript(args.id)
+    if row is None:
+        raise UserError(f"no record with id {args.id}")
+    if row["stage"] != "done":
+        raise UserError(f"record {args.id} has no text yet: it is at stage {row['stage']}")
+    sys.stdout.write(render(args.format, row["transcript"], row["segments"], row["duration_seconds"]))
+    return 0
+
+
+def cmd_resume(args, settings) -> int:
+    """Resume a halted record through the domain (P5); `scripts/resume.py` runs this too."""
+    store = open_store(settings)
+    try:
+        stage = resume(store, args.id)
+    except (UnknownRecord, NotHalted) as error:
+        raise UserError(str(error)) from None
+    print(f"record {args.id} resumed at stage {stage}")
+    return 0
+
+
+def cmd_delete(args, settings) -> int:
+    """Erase a record for good (any owner's), as `DELETE /records/{id}` does for its owner."""
+    import getpass
+
+    try:
+        by = getpass.getuser()
+    except (KeyError, OSError):
+        by = "operator"
+    if open_store(settings).delete_record(args.id, None, by=by, role="operator") is None:
+        raise UserError(f"no record with id {args.id}")
+    print(f"record {args.id} deleted for good")
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("submit", help="accept a recording into the pipeline; prints its id")
+    p.add_argument("file")
+    p.add_argument("--owner", required=True)
+    p.add_argument("--title", default="")
+    p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
+    p.set_defaults(run=cmd_submit)
+
+    p = sub.add_parser("text", help="print a done record's text")
+    p.add_argument("id", type=record_id_argument)
+    p.add_argument("--format", choices=FORMATS, default="txt")
+    p.set_defaults(run=cmd_text)
+
+    p = sub.add_parser("card", help="print a record's card as JSON")
+    p.add_argument("id", type=record_id_argument)
+    p.set_defaults(run=cmd_card)
+
+    p = sub.add_parser("events", help="print a record's event journal as JSON lines")
+    p.add_argument("id", type=record_id_argument)
+    p.set_defaults(run=cmd_events)
+
+    p = sub.add_parser("resume", help="return a halted record to work from its stage")
+    p.add_argument("id", type=record_id_argument)
+    p.set_defaults(run=cmd_resume)
+
+    p = sub.add_parser("delete", help="erase a record, its audio and its text for good")
+    p.add_argument("id", type=record_id_argument)
+    p.set_defaults(run=cmd_delete)
