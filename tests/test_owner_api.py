@@ -13,7 +13,7 @@ from domain.stages import Step
 from media import encode
 from test_http import make_api  # noqa: F401  (the live server fixture)
 from test_steps import recognize_in_background
-from web.owner_api import Unsatisfiable, byte_range
+from web.byte_ranges import Unsatisfiable, byte_range
 
 
 def _rows(db, statement: str, *params) -> list:

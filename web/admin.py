@@ -13,12 +13,14 @@ from db import Store
 from domain.card import card
 from domain.resume import NotHalted, UnknownRecord, resume
 from service.inputs import MAX_OFFSET
-from web.app import NOT_FOUND, ApiError
+from web.errors import NOT_FOUND, ApiError
+from web.parsing import record_id
 
 PREFIX = "/admin/api"
 
 
-def _plain(value):
+def _json_value(value):
+    """A database value as JSON can carry it: numerics as numbers, times in ISO 8601."""
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, datetime):
@@ -26,12 +28,13 @@ def _plain(value):
     return value
 
 
-def _addresses(record_id: int) -> dict:
-    return {"card": f"{PREFIX}/records/{record_id}", "events": f"{PREFIX}/records/{record_id}/events",
-            "resume": f"{PREFIX}/records/{record_id}/resume"}
+def _addresses(number: int) -> dict:
+    return {"card": f"{PREFIX}/records/{number}", "events": f"{PREFIX}/records/{number}/events",
+            "resume": f"{PREFIX}/records/{number}/resume"}
 
 
-def router(store: Store, operator: Callable[..., dict], record_id: Callable[[str], int]) -> APIRouter:
+def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
+    """The panel's API; `operator` is the dependency naming the caller (`web.auth`)."""
     routes = APIRouter(prefix=PREFIX, tags=["admin"])
     Operator = Annotated[dict, Depends(operator)]
 
@@ -50,7 +53,7 @@ def router(store: Store, operator: Callable[..., dict], record_id: Callable[[str
     def status(who: Operator):
         """The figures of `transcriber status --json`: per stage, records active, claimed, waiting
         out a pause, halted, and the age of the oldest eligible one; plus totals."""
-        stages = [{k: _plain(v) for k, v in row.items()} for row in store.status()]
+        stages = [{k: _json_value(v) for k, v in row.items()} for row in store.status()]
         totals = {key: sum(row[key] for row in stages) for key in ("active", "claimed", "waiting", "halted")}
         return {"stages": stages, "totals": totals, "at": datetime.now(timezone.utc).isoformat()}
 
@@ -61,9 +64,9 @@ def router(store: Store, operator: Callable[..., dict], record_id: Callable[[str
         rows, total = store.halted_records(limit, offset)
         items = [{"id": row["id"], "owner": row["owner"], "title": row["title"], "source_name": row["source_name"],
                   "stage": row["stage"], "reason": row["halt_reason"], "error": row["halt_error"],
-                  "attempts": row["failures"], "halted_at": _plain(row["halted_at"]),
+                  "attempts": row["failures"], "halted_at": _json_value(row["halted_at"]),
                   "halted_seconds": round(float(row["halted_seconds"]), 1),
-                  "created_at": _plain(row["created_at"]), "age_seconds": round(float(row["age_seconds"]), 1),
+                  "created_at": _json_value(row["created_at"]), "age_seconds": round(float(row["age_seconds"]), 1),
                   "duration_seconds": row["duration_seconds"], "links": _addresses(row["id"])}
                  for row in rows]
         following = offset + len(rows)
@@ -81,7 +84,7 @@ def router(store: Store, operator: Callable[..., dict], record_id: Callable[[str
         found = store.events(record_id(raw_id))
         if not found:
             raise ApiError(404, *NOT_FOUND)
-        return {"record": found[0]["record"], "events": [{k: _plain(v) for k, v in e.items()} for e in found]}
+        return {"record": found[0]["record"], "events": [{k: _json_value(v) for k, v in e.items()} for e in found]}
 
     @routes.post("/records/{raw_id}/resume")
     def resume_record(raw_id: str, who: Operator):

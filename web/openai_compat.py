@@ -12,10 +12,7 @@ and carry `x-should-retry: false` where a retry would only upload the file again
 
 import asyncio
 import math
-import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Annotated, Callable
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
@@ -30,8 +27,9 @@ from audio.formats import MEDIA_TYPES, render
 from db import Store
 from domain.card import links
 from service.config import Settings
-from service.intake import IntakeError, accept_file
-from web.app import COPY_BYTES, ApiError
+from service.intake import IntakeError
+from web.errors import ApiError
+from web.uploads import accept_upload
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 _TYPES = {401: "authentication_error", 403: "permission_error", 504: "timeout"}
@@ -83,7 +81,7 @@ def _segment(number: int, segment: dict) -> dict:
             "no_speech_prob": segment.get("no_speech_prob", 0.0)}
 
 
-def answer_in(response_format: str, row: dict, words: bool, segments_wanted: bool) -> Response:
+def openai_text_response(response_format: str, row: dict, words: bool, segments_wanted: bool) -> Response:
     """The done record's text in the OpenAI response format asked for."""
     text, segments, duration = row["transcript"] or "", row["segments"] or [], row["duration_seconds"]
     if response_format == "json":
@@ -102,18 +100,11 @@ def answer_in(response_format: str, row: dict, words: bool, segments_wanted: boo
 
 
 def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
+    """The OpenAI-compatible address; `owner` is the dependency naming the caller (`web.auth`)."""
     routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
     Owner = Annotated[dict, Depends(owner)]
 
-    def accept(upload: UploadFile, owner_id: int, language: str | None) -> int:
-        name = Path(upload.filename or "upload").name[:200]
-        with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
-            path = Path(folder) / "upload"
-            with path.open("wb") as out:
-                shutil.copyfileobj(upload.file, out, COPY_BYTES)
-            return accept_file(store, settings, path, owner_id=owner_id, source_name=name, language=language)
-
-    def current(record_id: int, owner_id: int) -> tuple[dict | None, dict | None]:
+    def card_and_text(record_id: int, owner_id: int) -> tuple[dict | None, dict | None]:
         """The record's card row, and its text row once done."""
         row = store.card_row(record_id, owner_id)
         if row is None or row["stage"] != "done":
@@ -154,7 +145,8 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             raise ApiError(400, "unsupported", "streaming is not supported; the answer comes once done",
                            param="stream")
         try:
-            record_id = await run_in_threadpool(accept, file, who["id"], language)
+            record_id = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
+                                                 language=language)
         except IntakeError as error:
             raise ApiError(error.status, error.code, str(error), param="language" if error.code == "bad_language"
                            else "file") from None
@@ -163,9 +155,10 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         deadline = time.monotonic() + settings.sync_wait_seconds
         pause = POLL_FIRST_SECONDS
         while True:
-            row, done = await run_in_threadpool(current, record_id, who["id"])
+            row, done = await run_in_threadpool(card_and_text, record_id, who["id"])
             if done is not None:
-                return answer_in(response_format, done, "word" in granularities, "segment" in granularities)
+                return openai_text_response(response_format, done, words="word" in granularities,
+                                            segments_wanted="segment" in granularities)
             if row is None:  # deleted by its owner meanwhile
                 raise ApiError(404, "not_found", f"record {record_id} was deleted before it was done", record=record)
             if row["halted_at"] is not None:

@@ -12,13 +12,15 @@ import html
 import json
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI, Form, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.staticfiles import StaticFiles
 from loguru import logger
 
-from web.sessions import (OPERATOR_COOKIE, OWNER_COOKIE, Session, SessionAuth, Sessions, cookies_of,
-                          same_origin, set_cookie_header)
+from db import Store
+from service import inputs
+from web.auth import operator_by_token, owner_by_token
+from web.sessions import (OPERATOR_COOKIE, OWNER_COOKIE, Session, Sessions, cookies_of, same_origin,
+                          set_cookie_header)
 
 HERE = Path(__file__).resolve().parent
 STATIC = HERE / "static"
@@ -119,28 +121,21 @@ def sign_in_page(request: Request, *, panel: bool, problem: str | None = None, s
     return render(request, view="admin-sign-in" if panel else "sign-in", body=body, status=status)
 
 
-def mount(app: FastAPI, store, settings) -> None:
-    """Add the pages, their static files and the session middleware to the API's app."""
-    sessions = Sessions()
-    app.state.sessions = sessions
-    app.add_middleware(SessionAuth, sessions=sessions, exempt=FORMS)
-    app.mount("/ui", StaticFiles(directory=STATIC), name="ui")
-    router = APIRouter(include_in_schema=False)
+def router(store: Store, sessions: Sessions) -> APIRouter:
+    """The pages' routes (outside the OpenAPI document). The app adds, beside them, the
+    `SessionAuth` middleware over the same `sessions` and the static files at `/ui`."""
+    routes = APIRouter(include_in_schema=False)
 
-    def current(request: Request, kind: str) -> Session | None:
+    def session_of(request: Request, kind: str) -> Session | None:
+        """The request's live session of `kind` ("owner" or "operator"), from its cookie."""
         cookie = OPERATOR_COOKIE if kind == "operator" else OWNER_COOKIE
         return sessions.get(cookies_of(request.headers).get(cookie), kind)
-
-    def check_operator(token: str) -> dict | None:
-        from web.operators import authenticate  # it imports the app's module, which imports this one
-
-        return authenticate(store, token)
 
     def sign_in(request: Request, token: str, *, panel: bool) -> Response:
         if not same_origin(request.headers.get("origin"), request.headers.get("host")):
             return sign_in_page(request, panel=panel, problem="bad_origin", status=403)
         token = token.strip()
-        found = (check_operator(token) if panel else store.owner_by_token(token)) if token else None
+        found = operator_by_token(store, token) if panel else owner_by_token(store, token)
         if found is None:
             logger.info("{} sign-in refused: bad token", "panel" if panel else "page")
             return sign_in_page(request, panel=panel, problem="bad_token", status=401)
@@ -157,7 +152,7 @@ def mount(app: FastAPI, store, settings) -> None:
 
     def sign_out(request: Request, csrf: str, *, panel: bool) -> Response:
         kind, cookie, path = ("operator", OPERATOR_COOKIE, "/admin") if panel else ("owner", OWNER_COOKIE, "/")
-        session = current(request, kind)
+        session = session_of(request, kind)
         if session is not None and csrf == session.csrf and same_origin(request.headers.get("origin"),
                                                                         request.headers.get("host")):
             sessions.close(cookies_of(request.headers).get(cookie))
@@ -166,21 +161,22 @@ def mount(app: FastAPI, store, settings) -> None:
                                                               secure=request.url.scheme == "https"))
         return answer
 
-    def side(kind: str, home: str, record_page: str, forms: str, views: tuple[str, str]) -> None:
-        """The routes of one side: its home page, a record's page, sign-in and sign-out."""
+    def add_pages_for(kind: str, home: str, record_page: str, forms: str, views: tuple[str, str]) -> None:
+        """The routes of one kind of visitor (owner or operator): a home page, a record's page,
+        sign-in and sign-out."""
         panel = kind == "operator"
 
         def home_page(request: Request):
-            session = current(request, kind)
+            session = session_of(request, kind)
             if session is None:
                 return sign_in_page(request, panel=panel)
             return render(request, view=views[0], session=session, body='<div id="app"></div>')
 
         def one_record(raw_id: str, request: Request):
-            session = current(request, kind)
+            session = session_of(request, kind)
             if session is None:
                 return RedirectResponse(home, status_code=303)
-            record = int(raw_id) if raw_id.isdigit() and len(raw_id) <= 18 else 0
+            record = inputs.record_id(raw_id) or 0  # no record has id 0: the API answers the page 404
             return render(request, view=views[1], session=session, body='<div id="app"></div>',
                           data={"record": record})
 
@@ -190,11 +186,11 @@ def mount(app: FastAPI, store, settings) -> None:
         def end(request: Request, csrf: str = Form(default="", max_length=200)):
             return sign_out(request, csrf, panel=panel)
 
-        router.add_api_route(home, home_page, methods=["GET"], response_class=HTMLResponse)
-        router.add_api_route(record_page + "/{raw_id}", one_record, methods=["GET"], response_class=HTMLResponse)
-        router.add_api_route(forms, start, methods=["POST"])
-        router.add_api_route(forms + "/end", end, methods=["POST"])
+        routes.add_api_route(home, home_page, methods=["GET"], response_class=HTMLResponse)
+        routes.add_api_route(record_page + "/{raw_id}", one_record, methods=["GET"], response_class=HTMLResponse)
+        routes.add_api_route(forms, start, methods=["POST"])
+        routes.add_api_route(forms + "/end", end, methods=["POST"])
 
-    side("owner", "/", "/view", "/session", ("records", "record"))
-    side("operator", "/admin", "/admin/record", "/admin/session", ("admin", "admin-record"))
-    app.include_router(router)
+    add_pages_for("owner", "/", "/view", "/session", ("records", "record"))
+    add_pages_for("operator", "/admin", "/admin/record", "/admin/session", ("admin", "admin-record"))
+    return routes

@@ -1,0 +1,134 @@
+"""The owner's records over HTTP (service.md): upload, the list, a record's card, its edit, its
+text, the original recording for a player (with HTTP Range support) and deletion for good.
+
+Every address needs the owner's token (`web.auth`); another owner's record is answered exactly
+like a missing one, 404. The rules are those of the command line: intake through
+`service.intake`, cards through `domain.card`, texts through `audio.formats`.
+"""
+
+from typing import Annotated, Callable
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from audio.formats import FORMATS, MEDIA_TYPES, render
+from audio.sniff import GENERIC, media_type
+from db import Store
+from domain.card import card, links
+from service import inputs
+from service.config import Settings
+from service.intake import IntakeError
+from web.auth import enabled_owner
+from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
+from web.errors import NOT_FOUND, ApiError
+from web.parsing import bearer_token, record_id
+from web.uploads import accept_upload
+
+
+def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
+    """The /records addresses; `owner` is the dependency naming the caller (`web.auth`)."""
+    routes = APIRouter(tags=["records"])
+    Owner = Annotated[dict, Depends(owner)]
+
+    def own_card(raw_id: str, who: dict) -> dict:
+        row = store.card_row(record_id(raw_id), who["id"])
+        if row is None:
+            raise ApiError(404, *NOT_FOUND)
+        return card(row)
+
+    @routes.post("/records", status_code=201)
+    def upload(who: Owner, file: UploadFile = File(...), title: Annotated[inputs.Title, Form()] = "",
+               language: str | None = Form(default=None, max_length=10)):
+        """Accept a recording: stored whole with its record, or refused with nothing stored."""
+        try:
+            new_id = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language)
+        except IntakeError as error:
+            raise ApiError(error.status, error.code, str(error)) from None
+        addresses = links(new_id)
+        return JSONResponse({"id": new_id, "card": addresses["self"], "text": addresses["text"]},
+                            status_code=201, headers={"Location": addresses["self"]})
+
+    @routes.get("/records")
+    def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),
+                     offset: int = Query(default=0, ge=0, le=inputs.MAX_OFFSET)):
+        """The caller's records, newest first."""
+        rows, total = store.list_card_rows(who["id"], limit, offset)
+        following = offset + len(rows)
+        return {"items": [card(row) for row in rows], "total": total, "limit": limit, "offset": offset,
+                "next": f"/records?limit={limit}&offset={following}" if following < total else None}
+
+    @routes.get("/records/{raw_id}")
+    def get_card(raw_id: str, request: Request):
+        """The card: stage reached, halt flag with its reason, attempts, pause, progress, links."""
+        token, found_id = bearer_token(request), inputs.record_id(raw_id)
+        if token is None or found_id is None:
+            return own_card(raw_id, owner(request))  # refused as any other request is
+        # the owner and the card in one round trip; the token is checked by the same statement
+        who, row = store.owner_and_card_row(token, found_id)
+        enabled_owner(who)
+        if row is None:
+            raise ApiError(404, *NOT_FOUND)
+        return JSONResponse(card(row))  # already plain JSON values: no encoder pass over it
+
+    @routes.patch("/records/{raw_id}")
+    def edit(raw_id: str, changes: inputs.Edit, who: Owner):
+        """The owner's edit of title, summary and topics; the pipeline never writes these."""
+        if not store.edit(record_id(raw_id), who["id"], title=changes.title, summary=changes.summary,
+                          topics=changes.topics):
+            raise ApiError(404, *NOT_FOUND)
+        return own_card(raw_id, who)
+
+    @routes.get("/records/{raw_id}/text")
+    def text(raw_id: str, who: Owner, format: str = Query(default="txt", pattern="^(" + "|".join(FORMATS) + ")$")):
+        """The text once the record is done; 409 with the stage (and halt) until then."""
+        row = store.transcript(record_id(raw_id), who["id"])
+        if row is None:
+            raise ApiError(404, *NOT_FOUND)
+        if row["stage"] != "done":
+            halt = own_card(raw_id, who)["halt"]
+            raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
+                           stage=row["stage"], halt=halt)
+        body = render(format, row["transcript"], row["segments"], row["duration_seconds"])
+        return Response(body, media_type=MEDIA_TYPES[format])
+
+    @routes.get("/records/{raw_id}/audio", response_class=Response,
+                responses={200: {"content": {"audio/*": {}}, "description": "the original recording"},
+                           206: {"description": "the byte range asked for"},
+                           416: {"description": "a range past the end of the file"}})
+    def audio(raw_id: str, who: Owner, request: Request):
+        """The original recording as uploaded, with its media type; `Range: bytes=…` answers 206
+        with the part asked for, 416 for a range past its end."""
+        found = store.original_audio(record_id(raw_id), who["id"])
+        if found is None:
+            raise ApiError(404, *NOT_FOUND)
+        size = found["size_bytes"]
+        stored = found["media_type"]
+        kind = stored if stored != GENERIC else media_type(bytes(found["head"] or b""), found["source_name"])
+        tag = f'"audio-{found["blob_id"]}-{size}"'
+        headers = {"Accept-Ranges": "bytes", "ETag": tag, "Cache-Control": "private, no-cache",
+                   "Content-Disposition": "inline; filename*=UTF-8''" + quote(found["source_name"] or "audio")}
+        if_range = request.headers.get("if-range")
+        try:
+            wanted = byte_range(request.headers.get("range"), size) if if_range in (None, tag) else None
+        except Unsatisfiable:
+            return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
+        first, last = wanted if wanted is not None else (0, size - 1)
+        length = last - first + 1
+        body = first_bytes(store.read_blob(found["blob_id"], start_byte=first), length)
+        headers["Content-Length"] = str(length)
+        if wanted is None:
+            return StreamingResponse(body, media_type=kind, headers=headers)
+        headers["Content-Range"] = f"bytes {first}-{last}/{size}"
+        return StreamingResponse(body, status_code=206, media_type=kind, headers=headers)
+
+    @routes.delete("/records/{raw_id}", status_code=204, response_class=Response,
+                   responses={204: {"description": "deleted for good"}, 404: {"description": "no such record"}})
+    def delete(raw_id: str, who: Owner):
+        """Remove the record, its audio and its text for good, also while a step holds it (that
+        step's save is then refused). The journal keeps only that it was deleted, and by whom."""
+        if store.delete_record(record_id(raw_id), who["id"], by=who["name"], role="owner") is None:
+            raise ApiError(404, *NOT_FOUND)
+        return Response(status_code=204)
+
+    return routes
