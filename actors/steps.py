@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, TooLong, UndecodableAudio, pcm16k
 from audio.engines import engine
+from audio.recognized import Beat
 from audio.windows import end_of, start_byte, windows
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
@@ -18,8 +19,6 @@ from service.config import Settings
 
 if TYPE_CHECKING:
     from actors.work import Heartbeat
-
-Beat = Callable[..., None]
 
 
 def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:

@@ -25,7 +25,7 @@ import httpx
 from loguru import logger
 
 from audio.decode import BYTES_PER_SECOND, SAMPLE_RATE
-from audio.engines import Recognized
+from audio.recognized import Recognized
 from domain.claims import HaltReason, PermanentStepError
 from domain.redact import redact_url
 
