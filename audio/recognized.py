@@ -28,6 +28,8 @@ class Recognized:
 
 
 class Engine(Protocol):
+    """An engine in this process (whisper, pocketsphinx, remote): one window in, its text out."""
+
     name: str
 
     def recognize(self, pcm: bytes, language: str | None) -> Recognized:
