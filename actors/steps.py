@@ -10,6 +10,7 @@ from typing import Callable
 from actors.heartbeat import Heartbeat
 from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, TooLong, UndecodableAudio, pcm16k
 from audio.engines import engine
+from audio.recognized import Beat
 from audio.windows import end_of, start_byte, windows
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
@@ -17,7 +18,6 @@ from domain.stages import Step
 from service import metrics
 from service.config import Settings
 
-Beat = Callable[..., None]
 
 
 def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:

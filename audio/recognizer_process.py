@@ -1,10 +1,11 @@
 """The recognizer's own process: `python -m audio.recognizer_process SPEC`.
 
-SPEC is the JSON of `audio.engines.spec`. The process loads its engine once and says so with
-one JSON line (`{"ready": true}` or `{"error": …}`). Then for each request line
-`{"pcm": PATH, "language": CODE|null}` it recognises the window of PCM in that file and answers
-one JSON line: `{"segments": […], "language": …}` or `{"error": …}`. It ends when its parent
-closes the pipe (or kills it).
+`audio.isolation.IsolatedEngine` starts one per worker thread and holds it to a deadline; this
+side only builds the engine and answers. SPEC is the JSON of `audio.engines.spec`. The process
+loads its engine once and says so with one JSON line (`{"ready": true}` or `{"error": …}`).
+Then for each request line `{"pcm": PATH, "language": CODE|null}` it recognises the window of
+PCM in that file and answers one JSON line: `{"segments": […], "language": …}` or
+`{"error": …}`. It ends when its parent closes the pipe (or kills it).
 """
 from __future__ import annotations
 

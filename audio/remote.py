@@ -25,7 +25,7 @@ import httpx
 from loguru import logger
 
 from audio.decode import BYTES_PER_SECOND, SAMPLE_RATE
-from audio.engines import Recognized
+from audio.recognized import Recognized, rounded_seconds
 from domain.claims import HaltReason, PermanentStepError
 from domain.redact import redact_url
 
@@ -66,7 +66,7 @@ LANGUAGE_CODES = {
     "valencian": "ca", "vietnamese": "vi", "welsh": "cy", "yiddish": "yi", "yoruba": "yo",
 }
 
-_CODE = re.compile(r"^([a-z]{2,3})(?:[-_][a-z0-9]+)*$")
+_LANGUAGE_TAG = re.compile(r"^([a-z]{2,3})(?:[-_][a-z0-9]+)*$")
 
 
 class RemoteEngineError(RuntimeError):
@@ -81,7 +81,7 @@ def language_code(answer: object) -> str | None:
     name = answer.strip().lower()
     if name in LANGUAGE_CODES:
         return LANGUAGE_CODES[name]
-    code = _CODE.match(name)
+    code = _LANGUAGE_TAG.match(name)
     return code.group(1) if code else None
 
 
@@ -94,7 +94,6 @@ def wav_bytes(pcm: bytes) -> bytes:
         wav.setframerate(SAMPLE_RATE)
         wav.writeframes(pcm)
     return out.getvalue()
-
 
 
 class OpenAIEngine:
@@ -225,16 +224,17 @@ def segments(answer: dict, duration: float) -> list[dict]:
         text = str(answer.get("text") or "").strip()
         if not text:
             return []
-        return [{"start": 0.0, "end": round(duration, 3), "text": text, "words": loose}]
+        return [{"start": 0.0, "end": rounded_seconds(duration), "text": text, "words": loose}]
     if not any(s["_own"] for s in found):
         for word in loose:
-            _holder(found, (word["start"] + word["end"]) / 2)["words"].append(word)
+            _segment_holding(found, (word["start"] + word["end"]) / 2)["words"].append(word)
     for segment in found:
         del segment["_own"]
     return [s for s in found if s["text"] or s["words"]]
 
 
-def _holder(found: list[dict], at: float) -> dict:
+def _segment_holding(found: list[dict], at: float) -> dict:
+    """The segment whose span holds the moment `at`, else the one nearest to it."""
     for segment in found:
         if segment["start"] <= at <= segment["end"]:
             return segment
@@ -268,4 +268,4 @@ def _span(start: object, end: object, duration: float) -> tuple[float, float]:
         raise RemoteEngineError("openai engine: a time in the answer is not a number")
     start = min(max(start, 0.0), duration)
     end = min(max(end, start), duration)
-    return round(start, 3), round(end, 3)
+    return rounded_seconds(start), rounded_seconds(end)

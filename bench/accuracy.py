@@ -79,15 +79,16 @@ class _Clock:
 def open_recognizer(recognizer: Recognizer) -> Recognize:
     """Load the recognizer; the function that recognises one recording with it.
 
-    Both engines are the service's own (audio.engines), fed the service's windows
-    (audio.windows: at most 30 s, cut where quiet) and called in this process, so the text is
-    what a worker writes. faster-whisper is loaded once with the service's settings on two CPU
+    Both engines are the service's own (audio.whisper, audio.sphinx), fed the service's
+    windows (audio.windows: at most 30 s, cut where quiet) and called in this process, so the
+    text is what a worker writes. faster-whisper is loaded once with the service's settings on two CPU
     threads (its repetition guard included). pocketsphinx makes a fresh decoder per window, as in
     the service: its model load (about 0.3 s) is inside the clock, once per recording here since
     every recording is shorter than a window.
     """
-    from audio.engines import PocketsphinxEngine, WhisperEngine
     from audio.models import resolve
+    from audio.sphinx import PocketsphinxEngine
+    from audio.whisper import WhisperEngine
     from audio.windows import windows
 
     if recognizer.engine == "pocketsphinx":

@@ -17,7 +17,8 @@ import pytest
 
 from actors.work import Outcome, run_once
 from audio.decode import BYTES_PER_SECOND, pcm16k
-from audio.engines import RecognizerError, engine
+from audio.engines import engine
+from audio.isolation import RecognizerError
 from audio.windows import WINDOW_SECONDS, end_of, start_byte, windows
 from conftest import ROOT, kinds, settings, work_until_idle
 from domain.stages import Step

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from audio.decode import pcm16k
-from audio.engines import (LOOP_COMPRESSION, WhisperEngine, compression_ratio, cut_repeats, loops)
+from audio.guards import LOOP_COMPRESSION, compression_ratio, cut_repeats, loops
+from audio.whisper import WhisperEngine
 from bench.wer import normalise
 from conftest import ROOT
 
