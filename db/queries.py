@@ -1,14 +1,18 @@
-"""Named queries, loaded from the `.sql` files beside this module.
+"""Named queries, loaded from the `.sql` files beside this module, and the one place where SQL
+is composed in Python.
 
 Each statement sits under a `-- name: NAME` line; the text up to the next such line is its body.
-A body may hold `{placeholders}` for column lists that the store composes from identifiers
-the code names (never from user input).
+A few bodies hold a `{placeholder}` for a SET list whose columns the code names (the columns a
+step owns, the guards the domain's resume resets): `compose` fills it with `assignments`. No
+identifier or value from user input is ever formatted into a statement; values always travel as
+parameters.
 """
 from __future__ import annotations
 
 import re
 from functools import cache
 from pathlib import Path
+from typing import Collection, Iterable
 
 from psycopg import sql
 
@@ -42,9 +46,20 @@ def query(name: str) -> sql.SQL:
     return sql.SQL(_all()[name])
 
 
-def template(name: str) -> str:
-    """The statement called `name` as text, for one holding `{placeholders}`."""
-    return _all()[name]
+def compose(name: str, **parts: sql.Composable) -> sql.Composed:
+    """The statement called `name` with its `{placeholders}` filled by `parts`."""
+    return query(name).format(**parts)
+
+
+def assignments(columns: Iterable[str], param_prefix: str, *, set_to_now: Collection[str] = ()) -> sql.Composed:
+    """The SET list `column = %(<param_prefix>column)s, …` for columns the code names, each
+    quoted as an identifier; a column in `set_to_now` is set to `now()` instead of a parameter."""
+    return sql.SQL(", ").join(
+        sql.SQL("{} = now()").format(sql.Identifier(column))
+        if column in set_to_now
+        else sql.SQL("{} = {}").format(sql.Identifier(column), sql.Placeholder(param_prefix + column))
+        for column in columns
+    )
 
 
 def migrations(*directories: Path) -> list[tuple[int, str, str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from loguru import logger
 
 from db import DatabaseUnavailable, Store
-from db.store import DuplicateOwner
+from db.accounts import DuplicateOperator, DuplicateOwner
 from audio.formats import FORMATS, render
 from domain.card import card
 from domain.owners import InvalidOwnerName, check_name, state
@@ -183,8 +183,6 @@ def resume_command(record_id: int, settings) -> int:
 
 
 def cmd_operator_add(args, settings) -> int:
-    from db.web import DuplicateOperator
-
     try:
         check_name(args.name)  # the same rule as owners' names
     except InvalidOwnerName as error:
