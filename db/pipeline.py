@@ -59,10 +59,10 @@ class Pipeline:
                 if row is None:
                     return NO_WORK
                 claim = Claim(row["id"], row["claim_token"], step)
-                halt = _halt_on_claim(row, step, policy)
-                if halt is not None:
-                    self._halt(conn, claim, *halt, add_failures=0)
-            if halt is None:
+                halt_cause = _halt_on_claim(row, step, policy)
+                if halt_cause is not None:
+                    self._halt(conn, claim, *halt_cause, add_failures=0)
+            if halt_cause is None:
                 # the journal has every claim; the log shows them at DEBUG (nothing to format else)
                 log = record_log(claim.record_id, step.source, "claimed")
                 log.debug("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds)
@@ -71,7 +71,7 @@ class Pipeline:
                                 "(worker lost); it is halted at {}", claim.record_id, row["lost_leases"], step,
                                 policy.max_lost_leases)
                 return claim
-            self._log_halt(claim, step.source, *halt)
+            self._log_halt(claim, step.source, *halt_cause)
 
     def read_record(self, record_id: int) -> dict | None:
         """The step's ordinary read of the record's columns, whatever columns there are (INV-2)."""

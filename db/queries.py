@@ -31,7 +31,7 @@ def _parse(text: str) -> dict[str, str]:
 
 
 @cache
-def _all() -> dict[str, str]:
+def _statements() -> dict[str, str]:
     queries: dict[str, str] = {}
     for path in sorted((_HERE / "queries").glob("*.sql")):
         for name, body in _parse(path.read_text()).items():
@@ -43,7 +43,7 @@ def _all() -> dict[str, str]:
 
 def query(name: str) -> sql.SQL:
     """The statement called `name`, ready to execute."""
-    return sql.SQL(_all()[name])
+    return sql.SQL(_statements()[name])
 
 
 def compose(name: str, **parts: sql.Composable) -> sql.Composed:
