@@ -40,8 +40,9 @@ SELECT id, claim_token, overdue, lost_leases FROM claimed;
 SELECT * FROM records WHERE id = %(id)s;
 
 -- name: save_result
--- Advances the record to the step's target stage with the fields the step owns ({owned}),
--- releasing the claim and the guards of the stage it leaves.
+-- Advances the record to the step's target stage with the fields the step owns, releasing the
+-- claim and the guards of the stage it leaves. The owned fields' SET list is filled in by
+-- db/queries.py (assignments).
 WITH saved AS (
     UPDATE records
     SET {owned},
@@ -155,7 +156,8 @@ SELECT id, 'pipeline', 'save_refused', stage,
 FROM records WHERE id = %(id)s;
 
 -- name: resume
--- Clears the halt flag and resets every guard the domain names ({resets}), in one statement.
+-- Clears the halt flag and resets every guard the domain names, in one statement. That SET list
+-- is filled in by db/queries.py (assignments) from domain/resume.py.
 WITH resumed AS (
     UPDATE records
     SET {resets},
