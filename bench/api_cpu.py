@@ -39,7 +39,7 @@ def bare_app(url: str):
 
     from db import Database
     from db.queries import query
-    from db.store import hash_token
+    from db.accounts import hash_token
 
     db = Database(url, max_size=10)
 

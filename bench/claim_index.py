@@ -23,8 +23,7 @@ from scratch import scratch_database  # noqa: E402  (sets up the import path)
 
 from common import median, report  # noqa: E402
 from db import Database, Store  # noqa: E402
-from db.queries import query, template  # noqa: E402
-from psycopg import sql  # noqa: E402
+from db.queries import compose, query  # noqa: E402
 
 PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30}
 
@@ -34,7 +33,7 @@ def claim_cost(db: Database, samples: int) -> tuple[float, float]:
     times, buffers = [], []
     with db.transaction() as conn:
         conn.execute(query("bench_generic_plans"))
-        statement = sql.SQL(template("bench_explain")).format(statement=query("claim"))
+        statement = compose("bench_explain", statement=query("claim"))
         for _ in range(samples):
             with conn.transaction(force_rollback=True):
                 plan = conn.execute(statement, PARAMS).fetchone()["QUERY PLAN"][0]

@@ -31,11 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scratch import scratch_database  # noqa: E402  (sets up the import path)
 
 import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
 
 from common import median, report  # noqa: E402
 from db import Database, Store  # noqa: E402
-from db.queries import query, template  # noqa: E402
+from db.queries import assignments, compose, query  # noqa: E402
 from domain.claims import NO_WORK  # noqa: E402
 from domain.policy import StepPolicy  # noqa: E402
 from domain.stages import Step  # noqa: E402
@@ -78,8 +77,7 @@ def service_cycles(store: Store) -> None:
 
 
 def bare_statements(conn: psycopg.Connection) -> tuple[bytes, bytes, bytes]:
-    owned = sql.SQL("{} = {}").format(sql.Identifier("duration_seconds"), sql.Placeholder("f_duration_seconds"))
-    save = sql.SQL(template("save_result")).format(owned=owned)
+    save = compose("save_result", owned=assignments(["duration_seconds"], "f_"))
     return tuple(q.as_bytes(conn) for q in (query("claim"), query("read_record"), save))
 
 

@@ -16,7 +16,7 @@ class Facts:
         self.db = db
 
     def read(self, grace_seconds: float, on_record) -> dict:
-        """Call `on_record(row)` for every record (streamed, never all in memory at once) and
+        """Call `on_record(row, now)` for every record (streamed, never all in memory at once) and
         return the snapshot's time, the orphaned blobs and the stages reached twice."""
         with self.db.transaction() as conn:
             conn.execute(query("check_snapshot"))
@@ -24,8 +24,8 @@ class Facts:
             for row in self._records(conn):
                 on_record(row, now)
             orphans = conn.execute(query("check_orphan_blobs"), {"grace_seconds": grace_seconds}).fetchall()
-            twice = conn.execute(query("check_advanced_twice")).fetchall()
-        return {"now": now, "orphan_blobs": orphans, "advanced_twice": twice}
+            advanced_twice = conn.execute(query("check_advanced_twice")).fetchall()
+        return {"now": now, "orphan_blobs": orphans, "advanced_twice": advanced_twice}
 
     @staticmethod
     def _records(conn) -> Iterator[dict]:

@@ -83,8 +83,8 @@ class Database:
         for version, name, text in migrations(*extra_directories):
             with self.transaction() as conn:
                 conn.execute(query("lock_migrations"))
-                done = {row["version"] for row in conn.execute(query("applied_migrations"))}
-                if version in done:
+                applied = {row["version"] for row in conn.execute(query("applied_migrations"))}
+                if version in applied:
                     continue
                 conn.execute(text)
                 conn.execute(query("record_migration"), {"version": version, "name": name})

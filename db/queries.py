@@ -1,14 +1,18 @@
-"""Named queries, loaded from the `.sql` files beside this module.
+"""Named queries, loaded from the `.sql` files beside this module, and the one place where SQL
+is composed in Python.
 
 Each statement sits under a `-- name: NAME` line; the text up to the next such line is its body.
-A body may hold `{placeholders}` for column lists that the store composes from identifiers
-the code names (never from user input).
+A few bodies hold a `{placeholder}` for a SET list whose columns the code names (the columns a
+step owns, the guards the domain's resume resets): `compose` fills it with `assignments`. No
+identifier or value from user input is ever formatted into a statement; values always travel as
+parameters.
 """
 from __future__ import annotations
 
 import re
 from functools import cache
 from pathlib import Path
+from typing import Collection, Iterable
 
 from psycopg import sql
 
@@ -27,7 +31,7 @@ def _parse(text: str) -> dict[str, str]:
 
 
 @cache
-def _all() -> dict[str, str]:
+def _statements() -> dict[str, str]:
     queries: dict[str, str] = {}
     for path in sorted((_HERE / "queries").glob("*.sql")):
         for name, body in _parse(path.read_text()).items():
@@ -39,12 +43,23 @@ def _all() -> dict[str, str]:
 
 def query(name: str) -> sql.SQL:
     """The statement called `name`, ready to execute."""
-    return sql.SQL(_all()[name])
+    return sql.SQL(_statements()[name])
 
 
-def template(name: str) -> str:
-    """The statement called `name` as text, for one holding `{placeholders}`."""
-    return _all()[name]
+def compose(name: str, **parts: sql.Composable) -> sql.Composed:
+    """The statement called `name` with its `{placeholders}` filled by `parts`."""
+    return query(name).format(**parts)
+
+
+def assignments(columns: Iterable[str], param_prefix: str, *, set_to_now: Collection[str] = ()) -> sql.Composed:
+    """The SET list `column = %(<param_prefix>column)s, …` for columns the code names, each
+    quoted as an identifier; a column in `set_to_now` is set to `now()` instead of a parameter."""
+    return sql.SQL(", ").join(
+        sql.SQL("{} = now()").format(sql.Identifier(column))
+        if column in set_to_now
+        else sql.SQL("{} = {}").format(sql.Identifier(column), sql.Placeholder(param_prefix + column))
+        for column in columns
+    )
 
 
 def migrations(*directories: Path) -> list[tuple[int, str, str]]:

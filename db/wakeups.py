@@ -32,7 +32,7 @@ class Wakeup:
     delay: float = 0.0
 
 
-ANY = Wakeup(None)
+ANY_STAGE = Wakeup(None)
 
 
 def parse(payload: str) -> Wakeup | None:
@@ -91,7 +91,7 @@ class Listener:
         if self._failures:
             logger.info("wake-up listener reconnected")
         self._conn, self._failures, self.backend_pid = conn, 0, conn.info.backend_pid
-        return [ANY]
+        return [ANY_STAGE]
 
     @property
     def connected(self) -> bool:

@@ -46,7 +46,7 @@ def test_a_card_is_one_statement(store, client, statements):
     statements.clear()
     answer = client.get(f"/records/{record}", headers=_auth(token))
     assert answer.status_code == 200 and answer.json()["id"] == record
-    assert len(statements) == 1 and "owners o LEFT JOIN records r" in statements[0]
+    assert len(statements) == 1 and "owners o LEFT JOIN cards c" in statements[0]
 
 
 def test_revocation_counts_from_the_next_request(store, client):

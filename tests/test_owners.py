@@ -69,7 +69,7 @@ def test_unknown_owner_is_one_line(env):
 
 def test_owner_list_shows_state_and_counts_never_tokens(env, store):
     """issue 8 §1.8: `owner list` gives names, state and record counts, and no token or hash."""
-    from db.store import hash_token
+    from db.accounts import hash_token
 
     alice = token_of(cli(env, "owner", "add", "alice"))
     bob = token_of(cli(env, "owner", "add", "bob"))

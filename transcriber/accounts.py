@@ -1,7 +1,7 @@
 """`transcriber owner …` and `transcriber operator …`: the accounts the service owner manages."""
 from __future__ import annotations
 
-from db.store import DuplicateOwner
+from db.accounts import DuplicateOperator, DuplicateOwner
 from domain.owners import InvalidOwnerName, check_name, state
 from service.runtime import open_store
 from transcriber.console import UserError, print_json
@@ -65,8 +65,6 @@ def cmd_owner_list(args, settings) -> int:
 
 
 def cmd_operator_add(args, settings) -> int:
-    from db.web import DuplicateOperator
-
     try:
         check_name(args.name)  # the same rule as owners' names
     except InvalidOwnerName as error:

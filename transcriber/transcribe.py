@@ -13,7 +13,7 @@ from pathlib import Path
 
 from audio.formats import render
 from db import Store
-from db.store import DuplicateOwner
+from db.accounts import DuplicateOwner
 from domain.card import card
 from domain.owners import check_name
 from service.config import Settings

@@ -40,8 +40,9 @@ SELECT id, claim_token, overdue, lost_leases FROM claimed;
 SELECT * FROM records WHERE id = %(id)s;
 
 -- name: save_result
--- Advances the record to the step's target stage with the fields the step owns ({owned}),
--- releasing the claim and the guards of the stage it leaves.
+-- Advances the record to the step's target stage with the fields the step owns, releasing the
+-- claim and the guards of the stage it leaves. The owned fields' SET list is filled in by
+-- db/queries.py (assignments).
 WITH saved AS (
     UPDATE records
     SET {owned},
@@ -155,7 +156,8 @@ SELECT id, 'pipeline', 'save_refused', stage,
 FROM records WHERE id = %(id)s;
 
 -- name: resume
--- Clears the halt flag and resets every guard the domain names ({resets}), in one statement.
+-- Clears the halt flag and resets every guard the domain names, in one statement. That SET list
+-- is filled in by db/queries.py (assignments) from domain/resume.py.
 WITH resumed AS (
     UPDATE records
     SET {resets},
@@ -172,22 +174,6 @@ SELECT stage FROM resumed;
 -- name: stage_of
 SELECT stage FROM records WHERE id = %(id)s;
 
--- name: status
--- Counts for the service owner: per stage, halted, waiting out a pause, oldest eligible age.
-SELECT stage,
-       count(*) FILTER (WHERE halted_at IS NULL) AS active,
-       count(*) FILTER (WHERE halted_at IS NOT NULL) AS halted,
-       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting,
-       count(*) FILTER (WHERE halted_at IS NULL AND lease_expires_at > now()) AS claimed,
-       extract(epoch FROM now() - min(stage_entered_at) FILTER (
-           WHERE halted_at IS NULL AND stage <> 'done'
-             AND (retry_after IS NULL OR retry_after <= now())
-             AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-       )) AS oldest_eligible_seconds
-FROM records
-GROUP BY stage
-ORDER BY stage;
-
 -- name: release
 -- A holder gives its claim back unfinished (its worker is stopping): the record is eligible at
 -- once instead of after the lease.
@@ -202,12 +188,3 @@ WITH released AS (
     FROM released
 )
 SELECT id FROM released;
-
--- name: queue_counts
--- For the metrics: records per stage and halt reason (NULL: not halted), and how many of the
--- unhalted ones wait out a retry pause.
-SELECT stage, halt_reason AS reason, count(*) AS records,
-       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
-FROM records
-GROUP BY stage, halt_reason
-ORDER BY stage, halt_reason;

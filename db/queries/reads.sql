@@ -1,0 +1,73 @@
+-- Statements of the read side: cards (the `cards` view, migration 7), lists, the transcript, the
+-- journal, the original audio, and the counts of status and the metrics.
+
+-- name: card
+-- owner_id NULL means any owner (the operator's tools).
+SELECT * FROM cards
+WHERE id = %(id)s AND (%(owner_id)s::bigint IS NULL OR owner_id = %(owner_id)s);
+
+-- name: list_cards
+SELECT * FROM cards
+WHERE owner_id = %(owner_id)s
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s OFFSET %(offset)s;
+
+-- name: count_records
+SELECT count(*) AS total FROM records WHERE owner_id = %(owner_id)s;
+
+-- name: halted_records
+-- The operator's list of halted records, oldest halt first: metadata only, never text or audio.
+SELECT r.id, o.name AS owner, r.title, r.stage, r.halt_reason, r.halt_error, r.halted_at,
+       r.failures, r.created_at, r.updated_at, r.source_name, r.duration_seconds,
+       extract(epoch FROM now() - r.halted_at) AS halted_seconds,
+       extract(epoch FROM now() - r.created_at) AS age_seconds
+FROM records r JOIN owners o ON o.id = r.owner_id
+WHERE r.halted_at IS NOT NULL
+ORDER BY r.halted_at, r.id
+LIMIT %(limit)s OFFSET %(offset)s;
+
+-- name: count_halted
+SELECT count(*) AS total FROM records WHERE halted_at IS NOT NULL;
+
+-- name: transcript
+SELECT r.stage, r.transcript, r.segments, r.duration_seconds
+FROM records r
+WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id)s);
+
+-- name: original_audio
+-- The owner's original recording: its blob, size, stored media type and the uploaded name.
+-- `head` is the first bytes of the file, enough to tell its container by.
+SELECT r.original_blob_id AS blob_id, b.size_bytes, b.media_type, r.source_name, b.created_at,
+       (SELECT substring(c.data FROM 1 FOR 16) FROM blob_chunks c
+        WHERE c.blob_id = b.id AND c.seq = 0) AS head
+FROM records r JOIN blobs b ON b.id = r.original_blob_id
+WHERE r.id = %(id)s AND r.owner_id = %(owner_id)s;
+
+-- name: events
+SELECT at, record_id AS record, origin, kind, stage, detail FROM events
+WHERE record_id = %(id)s ORDER BY id;
+
+-- name: status
+-- Counts for the service owner: per stage, halted, waiting out a pause, oldest eligible age.
+SELECT stage,
+       count(*) FILTER (WHERE halted_at IS NULL) AS active,
+       count(*) FILTER (WHERE halted_at IS NOT NULL) AS halted,
+       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting,
+       count(*) FILTER (WHERE halted_at IS NULL AND lease_expires_at > now()) AS claimed,
+       extract(epoch FROM now() - min(stage_entered_at) FILTER (
+           WHERE halted_at IS NULL AND stage <> 'done'
+             AND (retry_after IS NULL OR retry_after <= now())
+             AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+       )) AS oldest_eligible_seconds
+FROM records
+GROUP BY stage
+ORDER BY stage;
+
+-- name: queue_counts
+-- For the metrics: records per stage and halt reason (NULL: not halted), and how many of the
+-- unhalted ones wait out a retry pause.
+SELECT stage, halt_reason AS reason, count(*) AS records,
+       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
+FROM records
+GROUP BY stage, halt_reason
+ORDER BY stage, halt_reason;

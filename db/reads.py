@@ -1,0 +1,60 @@
+"""What owners and the operator read: cards, lists, the transcript, the journal, the original
+audio, and the counts of the status command and the metrics. Nothing here writes.
+
+A card's columns are named once, by the `cards` view (migration 7); the statements are in
+`queries/reads.sql`.
+"""
+from __future__ import annotations
+
+from db.database import Database
+from db.queries import query
+
+
+class Reads:
+    """The read side; a part of `db.store.Store`."""
+
+    db: Database
+
+    def card_row(self, record_id: int, owner_id: int | None = None) -> dict | None:
+        """The card's columns of the record; of that owner's record only, unless `owner_id` is
+        None (the operator's tools)."""
+        with self.db.connection() as conn:
+            return conn.execute(query("card"), {"id": record_id, "owner_id": owner_id}).fetchone()
+
+    def list_card_rows(self, owner_id: int, limit: int, offset: int) -> tuple[list[dict], int]:
+        """One page of the owner's cards, newest first, and how many records the owner has."""
+        with self.db.transaction() as conn:
+            rows = conn.execute(query("list_cards"), {"owner_id": owner_id, "limit": limit, "offset": offset}).fetchall()
+            total = conn.execute(query("count_records"), {"owner_id": owner_id}).fetchone()["total"]
+        return rows, total
+
+    def halted_records(self, limit: int, offset: int) -> tuple[list[dict], int]:
+        """One page of the operator's list of halted records, oldest halt first, and how many."""
+        with self.db.transaction() as conn:
+            rows = conn.execute(query("halted_records"), {"limit": limit, "offset": offset}).fetchall()
+            total = conn.execute(query("count_halted")).fetchone()["total"]
+        return rows, total
+
+    def transcript(self, record_id: int, owner_id: int | None = None) -> dict | None:
+        with self.db.connection() as conn:
+            return conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
+
+    def original_audio(self, record_id: int, owner_id: int) -> dict | None:
+        """The blob, size, media type and uploaded name of the owner's original recording."""
+        with self.db.transaction() as conn:
+            return conn.execute(query("original_audio"), {"id": record_id, "owner_id": owner_id}).fetchone()
+
+    def events(self, record_id: int) -> list[dict]:
+        """The record's journal, oldest first."""
+        with self.db.connection() as conn:
+            return conn.execute(query("events"), {"id": record_id}).fetchall()
+
+    def status(self) -> list[dict]:
+        """Per stage: active, halted, waiting, claimed, and the oldest eligible record's age."""
+        with self.db.connection() as conn:
+            return conn.execute(query("status")).fetchall()
+
+    def queue_counts(self) -> list[dict]:
+        """Records per stage and halt reason, and how many wait out a pause (for the metrics)."""
+        with self.db.connection() as conn:
+            return conn.execute(query("queue_counts")).fetchall()
