@@ -88,23 +88,14 @@ def add_commands(sub) -> None:
     p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
     p.set_defaults(run=cmd_submit)
 
-    p = sub.add_parser("text", help="print a done record's text")
-    p.add_argument("id", type=record_id_argument)
-    p.add_argument("--format", choices=FORMATS, default="txt")
-    p.set_defaults(run=cmd_text)
-
-    p = sub.add_parser("card", help="print a record's card as JSON")
-    p.add_argument("id", type=record_id_argument)
-    p.set_defaults(run=cmd_card)
-
-    p = sub.add_parser("events", help="print a record's event journal as JSON lines")
-    p.add_argument("id", type=record_id_argument)
-    p.set_defaults(run=cmd_events)
-
-    p = sub.add_parser("resume", help="return a halted record to work from its stage")
-    p.add_argument("id", type=record_id_argument)
-    p.set_defaults(run=cmd_resume)
-
-    p = sub.add_parser("delete", help="erase a record, its audio and its text for good")
-    p.add_argument("id", type=record_id_argument)
-    p.set_defaults(run=cmd_delete)
+    by_id = (("text", cmd_text, "print a done record's text"),
+             ("card", cmd_card, "print a record's card as JSON"),
+             ("events", cmd_events, "print a record's event journal as JSON lines"),
+             ("resume", cmd_resume, "return a halted record to work from its stage"),
+             ("delete", cmd_delete, "erase a record, its audio and its text for good"))
+    for name, run, text in by_id:
+        p = sub.add_parser(name, help=text)
+        p.add_argument("id", type=record_id_argument)
+        if name == "text":
+            p.add_argument("--format", choices=FORMATS, default="txt")
+        p.set_defaults(run=run)
