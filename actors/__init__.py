@@ -74,13 +74,25 @@ def recognize() -> None:
     return _work(Step.RECOGNIZE)
 
 
-@dramatiq.actor(actor_name="sweep", queue_name=QUEUE, max_retries=0)
-def sweep() -> None:
-    """Delete audio no record points at: left when a worker died between storing converted
-    audio and saving it. An hour's grace keeps a conversion still under way out of reach."""
-    removed = context.store().delete_orphan_blobs(older_than_seconds=ORPHAN_GRACE_SECONDS)
-    if removed:
-        logger.info("swept {} orphaned audio blob(s)", removed)
+# One run of the sweep works this long at most (then it sends itself on from where it stopped),
+# and dramatiq's time limit sits well above it: the default (10 minutes) would kill a long pass.
+SWEEP_RUN_SECONDS = 60
+_SWEEP_TIME_LIMIT_MS = (SWEEP_RUN_SECONDS + 240) * 1000
+
+
+@dramatiq.actor(actor_name="sweep", queue_name=QUEUE, max_retries=0, time_limit=_SWEEP_TIME_LIMIT_MS)
+def sweep(after_id: int = 0) -> None:
+    """Delete audio no record points at and nobody writes any more: left when a worker died
+    mid-conversion, or between a save that let audio go and its deletion. The grace keeps a
+    conversion's audio, complete a moment before its save, out of reach. The blobs are gone
+    through in bounded batches from `after_id` on (only where the last run stopped: a lost
+    message just means the next pass starts over)."""
+    swept = context.store().sweep_orphan_blobs(ORPHAN_GRACE_SECONDS, budget_seconds=SWEEP_RUN_SECONDS,
+                                                after_id=after_id)
+    if swept.removed:
+        logger.info("swept {} orphaned audio blob(s)", swept.removed)
+    if swept.resume_after:
+        sweep.send(swept.resume_after)
 
 
 ACTORS = {Step.CONVERT: convert, Step.RECOGNIZE: recognize}

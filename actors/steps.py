@@ -20,11 +20,13 @@ from service.config import Settings
 
 
 
-def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
+def convert(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> dict:
     """Decode the original (any container FFmpeg knows) into 16 kHz mono PCM, streamed.
 
     The original is spooled to a local temporary file first, because some containers (m4a with
-    its index at the end) can only be read with seeking.
+    its index at the end) can only be read with seeking. The PCM is stored as it is decoded, in
+    committed chunks written under the claim (a stale converter is stopped at its next chunk);
+    it becomes usable once complete, right before the save that points the record at it.
     """
     with tempfile.TemporaryDirectory(prefix="transcriber-") as folder:
         original = Path(folder) / "original"
@@ -45,7 +47,7 @@ def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
                 yield piece
 
         try:
-            blob_id, size = store.store_blob(pieces(), PCM_MEDIA_TYPE)
+            blob_id, size = store.store_blob(pieces(), PCM_MEDIA_TYPE, writer=beat.claim)
         except UndecodableAudio as error:
             raise PermanentStepError(HaltReason.UNDECODABLE_AUDIO, str(error)) from None
         except TooLong as error:  # its declaration lied, or it came in before the cap was lowered
@@ -54,7 +56,7 @@ def convert(store: Store, record: dict, beat: Beat, settings: Settings) -> dict:
 
 
 def discard_converted(store: Store, fields: dict) -> None:
-    """A refused conversion leaves no orphan audio behind."""
+    """A refused conversion leaves no orphan audio behind (deleted in bounded batches)."""
     store.delete_blob(fields["converted_blob_id"])
 
 
@@ -91,8 +93,8 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:
         raise RuntimeError("the converted audio is missing from storage")
-    segments = store.read_record(record["id"])["segments"] or []
-    return {"transcript": " ".join(s["text"] for s in segments), "engine": recognizer.name}
+    # the save that reaches done assembles the text from the windows saved above
+    return {"engine": recognizer.name}
 
 
 def _shifted(segment: dict, offset: float) -> dict:
@@ -113,5 +115,5 @@ class StepSpec:
 
 STEPS = {
     Step.CONVERT: StepSpec(convert, frozenset({"converted_blob_id", "duration_seconds"}), discard_converted),
-    Step.RECOGNIZE: StepSpec(recognize, frozenset({"transcript", "engine"})),
+    Step.RECOGNIZE: StepSpec(recognize, frozenset({"engine"})),
 }

@@ -17,15 +17,19 @@ class Facts:
 
     def read(self, grace_seconds: float, on_record) -> dict:
         """Call `on_record(row, now)` for every record (streamed, never all in memory at once) and
-        return the snapshot's time, the orphaned blobs and the stages reached twice."""
+        return the snapshot's time, the orphaned blobs, the records pointing at incomplete
+        audio, the records whose windows do not run end to end, and the stages reached twice."""
         with self.db.transaction() as conn:
             conn.execute(query("check_snapshot"))
             now = conn.execute(query("check_now")).fetchone()["now"]
             for row in self._records(conn):
                 on_record(row, now)
             orphans = conn.execute(query("check_orphan_blobs"), {"grace_seconds": grace_seconds}).fetchall()
+            incomplete = conn.execute(query("check_incomplete_audio")).fetchall()
+            windows = conn.execute(query("check_windows")).fetchall()
             advanced_twice = conn.execute(query("check_advanced_twice")).fetchall()
-        return {"now": now, "orphan_blobs": orphans, "advanced_twice": advanced_twice}
+        return {"now": now, "orphan_blobs": orphans, "incomplete_audio": incomplete, "windows": windows,
+                "advanced_twice": advanced_twice}
 
     @staticmethod
     def _records(conn) -> Iterator[dict]:

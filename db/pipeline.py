@@ -13,6 +13,7 @@ import psycopg
 from loguru import logger
 from psycopg.types.json import Jsonb
 
+from db.blobs import discard_blob
 from db.database import Database
 from db.queries import assignments, compose, query
 from domain.claims import NO_WORK, CheckpointRefused, Claim, HaltReason, NoWork
@@ -26,6 +27,8 @@ NOT_STEP_FIELDS = frozenset({
     "id", "owner_id", "title", "summary", "topics", "stage", "stage_entered_at",
     "claim_token", "lease_expires_at", "failures", "retry_after", "halted_at", "halt_reason",
     "halt_error", "original_blob_id", "created_at", "updated_at",
+    # assembled from the record's windows by the save that reaches done
+    "transcript",
     # written by checkpoints, the recognize step's own fenced statement
     "segments", "recognized_seconds",
 })
@@ -79,17 +82,24 @@ class Pipeline:
             return conn.execute(query("read_record"), {"id": record_id}).fetchone()
 
     def save_result(self, claim: Claim, fields: dict[str, object]) -> bool:
-        """Advance the record with the fields its step owns, only while the claim is its own (P3)."""
+        """Advance the record with the fields its step owns, only while the claim is its own (P3).
+
+        The save that reaches done also assembles the text from the record's windows and lets its
+        converted audio go, in the same statement; that audio is deleted right after."""
         forbidden = sorted(set(fields) & NOT_STEP_FIELDS)
         if forbidden or not fields:
             raise ValueError(f"a step may not save {forbidden or 'nothing'}")
-        statement = _save_statement(tuple(sorted(fields)))
+        done = claim.step.target is Stage.DONE
+        statement = _save_statement(tuple(sorted(fields)), done)
         params = {f"f_{name}": _as_parameter(value) for name, value in fields.items()}
         params.update(id=claim.record_id, token=claim.token, target=claim.step.target.value)
         with self.db.connection() as conn:
-            saved = conn.execute(statement, params).fetchone() is not None
+            row = conn.execute(statement, params).fetchone()
+            saved = row is not None
             if not saved:
                 self._refuse(conn, claim, "save")
+        if saved and done and row["released_blob_id"] is not None:
+            discard_blob(self.db, row["released_blob_id"])
         if saved:
             # a record done is news for the log; the stages on the way are in the journal
             log = record_log(claim.record_id, claim.step.target, "advanced")
@@ -221,9 +231,10 @@ class Pipeline:
 
 
 @functools.lru_cache(maxsize=32)
-def _save_statement(columns: tuple[str, ...]) -> str:
-    """save_result for one set of owned columns, composed once (a step always saves the same set)."""
-    return compose("save_result", owned=assignments(columns, "f_")).as_string()
+def _save_statement(columns: tuple[str, ...], done: bool = False) -> str:
+    """save_result (save_done for the save that reaches done) for one set of owned columns,
+    composed once (a step always saves the same set)."""
+    return compose("save_done" if done else "save_result", owned=assignments(columns, "f_")).as_string()
 
 
 def _halt_on_claim(row: dict, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:

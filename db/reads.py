@@ -36,6 +36,7 @@ class Reads:
         return rows, total
 
     def transcript(self, record_id: int, owner_id: int | None = None) -> dict | None:
+        """The record's stage, text and duration, and once done its timed segments in order."""
         with self.db.connection() as conn:
             return conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from db.blobs import write_blob
+from db.blobs import discard_blob, finish_blob, write_chunks
 from db.database import Database
 from db.pipeline import record_log
 from db.queries import query
@@ -18,16 +18,26 @@ class Records:
 
     def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
                media_type: str = "application/octet-stream", language: str | None = None) -> int:
-        """Store the original audio and create its record at stage created, in one transaction."""
-        with self.db.transaction() as conn:
-            blob_id, size = write_blob(conn, pieces, media_type)
-            if size == 0:
-                raise ValueError("the file is empty")
-            record_id = conn.execute(
-                query("accept_record"),
-                {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                 "size_bytes": size, "language": language},
-            ).fetchone()["id"]
+        """Store the original audio and create its record at stage created.
+
+        The audio goes in committed chunks like any blob (no transaction as long as the upload,
+        however large the limit allows); one short transaction then marks it complete and
+        inserts the record. Anything that fails on the way takes the partial audio away again
+        (the sweep does, if even that fails): nothing is accepted, nothing stays."""
+        blob_id, chunks = write_chunks(self.db, pieces, media_type)  # ValueError when empty
+        try:
+            with self.db.transaction() as conn:
+                size = finish_blob(conn, blob_id, chunks)
+                if size is None:
+                    raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
+                record_id = conn.execute(
+                    query("accept_record"),
+                    {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
+                     "size_bytes": size, "language": language},
+                ).fetchone()["id"]
+        except BaseException:
+            discard_blob(self.db, blob_id, complete=False)
+            raise
         record_log(record_id, "created", "accepted").info("record {} accepted ({} bytes)", record_id, size)
         return record_id
 
@@ -49,6 +59,8 @@ class Records:
 
         The record's row is deleted first, so a step's write in flight finishes before it (and
         is then erased too) or finds no row after it (refused; its late journal line is dropped).
+        Its windows go with it; its audio, which no record points at any more, is deleted right
+        after, in bounded batches (the sweep finds what a crash in between left).
         """
         with self.db.transaction() as conn:
             row = conn.execute(query("erase_record"), {"id": record_id, "owner_id": owner_id}).fetchone()
@@ -56,8 +68,9 @@ class Records:
                 return None
             conn.execute(query("journal_deletion"), {"id": record_id, "stage": row["stage"], "by": by, "role": role})
             conn.execute(query("erase_journal"), {"id": record_id})
-            blobs = [b for b in (row["original_blob_id"], row["converted_blob_id"]) if b is not None]
-            conn.execute(query("erase_blobs"), {"blob_ids": blobs})
+        for blob_id in (row["original_blob_id"], row["converted_blob_id"]):
+            if blob_id is not None:
+                discard_blob(self.db, blob_id)
         record_log(record_id, row["stage"], "deleted").info(
             "record {} deleted for good by {} {}", record_id, role, by)
         return row["stage"]

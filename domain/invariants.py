@@ -3,8 +3,10 @@
 Every record must be in exactly one of the states INV-1 allows — done (with its text), eligible
 for its next step, claimed under a live lease, waiting out a retry pause, or halted with a reason
 the journal shows — and hold its claim consistently (a token and its lease together, or
-neither). No audio may outlive the records that point at it beyond the sweep's grace, and no
-record may reach a stage twice (two holders both saved).
+neither). No audio may outlive the records that point at it beyond the sweep's grace, a
+record points only at complete audio and lets its converted audio go once done, its recognised
+windows run end to end from 0 to where recognition stands, and no record may reach a stage
+twice (two holders both saved).
 """
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from domain.claims import HaltReason
 from domain.policy import MAX_PAUSE_SECONDS
 from domain.stages import Stage
 
-# The sweep deletes audio no record points at once it is this old: a conversion still under way
-# has stored its audio but not yet saved the record that will point at it.
+# The sweep deletes audio no record points at once it is this old (counted from its completion,
+# or for audio never completed from its start): a conversion has completed its audio a moment
+# before the save that points the record at it, and an intake's chunks take seconds.
 ORPHAN_GRACE_SECONDS = 3600
 # No configuration gives a lease longer than this (config.py bounds every lease to a day): a
 # lease running further out was never taken by a claim, and would keep its record out of reach.
@@ -64,7 +67,7 @@ class Report:
 
 def judge_record(row: dict, now: datetime) -> tuple[State | None, list[Violation]]:
     """The INV-1 state of one record and whatever it breaks. `row` holds the queue columns plus
-    `has_text` and `halt_journaled`."""
+    `has_text`, `keeps_converted_audio` and `halt_journaled`."""
     record = row["id"]
     found: list[Violation] = []
 
@@ -89,6 +92,9 @@ def judge_record(row: dict, now: datetime) -> tuple[State | None, list[Violation
             broken("done_without_text", "done without text")
         if token is not None or lease is not None:
             broken("done_still_claimed", "done, yet still holds a claim")
+        if row["keeps_converted_audio"]:
+            broken("converted_audio_kept", "done, yet still points at its converted audio (the save that "
+                   "reaches done lets it go)")
         return State.DONE, found
 
     if row["stage"] not in {stage.value for stage in Stage}:
@@ -113,6 +119,17 @@ def orphan_violation(blob: dict, grace_seconds: float) -> Violation:
                      blob=blob["id"])
 
 
+def incomplete_audio_violation(row: dict) -> Violation:
+    return Violation("points_at_incomplete_audio", f"points at audio blob {row['blob_id']}, which was never "
+                     "marked complete (a blob is usable only once complete)", record=row["record_id"])
+
+
+def windows_violation(row: dict) -> Violation:
+    return Violation("windows_out_of_line", f"its recognised windows do not run end to end from 0 to "
+                     f"{row['recognized_seconds']:g}s ({row['breaks']} break(s), the last ending at "
+                     f"{row['last_end'] or 0:g}s)", record=row["record_id"])
+
+
 def advanced_twice_violation(row: dict) -> Violation:
     return Violation("advanced_twice", f"reached stage {row['stage']} {row['times']} times",
                      record=row["record_id"])
@@ -120,7 +137,8 @@ def advanced_twice_violation(row: dict) -> Violation:
 
 class FactSource(Protocol):
     """What the checker reads (db.check.Facts): each record through `on_record(row, now)`, then
-    {"orphan_blobs": [...], "advanced_twice": [...]}, all from one snapshot."""
+    {"orphan_blobs", "incomplete_audio", "windows", "advanced_twice"} (lists), all from one
+    snapshot."""
 
     def read(self, grace_seconds: float, on_record: Callable[[dict, datetime], None]) -> dict: ...
 
@@ -137,5 +155,7 @@ def check(facts: FactSource, grace_seconds: float = ORPHAN_GRACE_SECONDS) -> Rep
 
     rest = facts.read(grace_seconds, on_record)
     report.violations.extend(orphan_violation(blob, grace_seconds) for blob in rest["orphan_blobs"])
+    report.violations.extend(incomplete_audio_violation(row) for row in rest["incomplete_audio"])
+    report.violations.extend(windows_violation(row) for row in rest["windows"])
     report.violations.extend(advanced_twice_violation(row) for row in rest["advanced_twice"])
     return report

@@ -120,7 +120,8 @@ def test_orphaned_audio_beyond_the_sweeps_grace_is_reported(sound, db, store, en
     a fresh one (a conversion still under way) is not."""
     fresh, _ = store.store_blob([b"pcm"], "audio/pcm")
     old, _ = store.store_blob([b"pcm"], "audio/pcm")
-    plant(db, "UPDATE blobs SET created_at = now() - interval '2 hours' WHERE id = %(id)s", {"id": old})
+    plant(db, "UPDATE blobs SET created_at = now() - interval '2 hours', completed_at = now() - interval '2 hours' "
+          "WHERE id = %(id)s", {"id": old})
     done = run_check(env)
     assert done.returncode == 1
     assert [line for line in done.stdout.splitlines()[:-1]] == [
@@ -128,7 +129,7 @@ def test_orphaned_audio_beyond_the_sweeps_grace_is_reported(sound, db, store, en
     assert "[orphaned_audio]" in done.stdout and f"blob {fresh}:" not in done.stdout
     document = json.loads(run_check(env, "--json").stdout)
     assert [(v["rule"], v["blob"]) for v in document["violations"]] == [("orphaned_audio", old)]
-    assert store.delete_orphan_blobs(older_than_seconds=3600) == 1  # exactly what the sweep removes
+    assert store.sweep_orphan_blobs(3600).removed == 1  # exactly what the sweep removes
     assert run_check(env).returncode == 0
 
 

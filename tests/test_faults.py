@@ -256,7 +256,7 @@ def settle(store: Store, env: dict, ids: list[int]) -> dict:
     assert done.returncode == 0, done.stdout + done.stderr
     figures["stuck"] = len(ids) - done_count(store, ids)
     # audio stored by a conversion whose worker died before saving it: the sweep's to remove
-    assert store.delete_orphan_blobs(older_than_seconds=0) == figures["orphaned"]
+    assert store.sweep_orphan_blobs(0).removed == figures["orphaned"]
     assert check(Facts(store.db), grace_seconds=0).sound
     return figures
 

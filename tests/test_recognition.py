@@ -48,6 +48,13 @@ def checkpoints(store, record_id) -> list[dict]:
     return [e["detail"] for e in store.events(record_id) if e["kind"] == "checkpoint"]
 
 
+def saved_windows(store, record_id) -> list[dict]:
+    """The record's recognised windows as stored (record_windows), in order."""
+    with store.db.connection() as conn:
+        return conn.execute("SELECT from_seconds, to_seconds, claim_token, segments FROM record_windows "
+                            "WHERE record_id = %s ORDER BY from_seconds", [record_id]).fetchall()
+
+
 # --- windows ---------------------------------------------------------------------------------
 
 def test_windows_are_bounded_cut_where_quiet_and_the_same_from_a_checkpoint():
@@ -111,10 +118,14 @@ def test_checkpoints_window_by_window(store, owner, tmp_path):
         assert later["from_seconds"] == earlier["seconds"]
     assert marks[-1]["seconds"] == pytest.approx(row["duration_seconds"])
     assert row["recognized_seconds"] == pytest.approx(row["duration_seconds"])
-    starts = [s["start"] for s in row["segments"]]
-    assert starts == sorted(starts) and row["segments"][-1]["end"] <= row["duration_seconds"] + 0.1
-    assert row["transcript"] == " ".join(s["text"] for s in row["segments"])
-    assert all(s["words"] for s in row["segments"])
+    segments = store.transcript(record_id)["segments"]
+    starts = [s["start"] for s in segments]
+    assert starts == sorted(starts) and segments[-1]["end"] <= row["duration_seconds"] + 0.1
+    assert row["transcript"] == " ".join(s["text"] for s in segments)  # assembled once, at done
+    assert all(s["words"] for s in segments)
+    stored = saved_windows(store, record_id)  # each window written once, by its checkpoint
+    assert [(w["from_seconds"], w["to_seconds"]) for w in stored] == [(m["from_seconds"], m["seconds"]) for m in marks]
+    assert [s for w in stored for s in w["segments"]] == segments
 
 
 WORKER = """
@@ -163,7 +174,8 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
     resumed, whole = store.read_record(interrupted), store.read_record(uninterrupted)
     assert resumed["stage"] == whole["stage"] == "done"
     assert resumed["transcript"] == whole["transcript"]
-    assert resumed["segments"] == whole["segments"]
+    assert store.transcript(interrupted)["segments"] == store.transcript(uninterrupted)["segments"]
+    assert resumed["converted_blob_id"] is None and whole["converted_blob_id"] is None  # PCM let go at done
     marks = checkpoints(store, interrupted)
     assert [m["from_seconds"] for m in marks[1:]] == [m["seconds"] for m in marks[:-1]]  # none twice
     assert len({m["claim_token"] for m in marks}) == 2  # two claims shared the windows
@@ -201,7 +213,8 @@ def test_checkpoint_that_misses_the_last_one_is_refused_as_a_failure(store, owne
     with pytest.raises(CheckpointRefused, match="29.6-59s refused.* at 29.5s"):
         store.checkpoint(claim, 29.6, 59.0, [segment], "en", 60)
     row = store.read_record(record_id)
-    assert (row["recognized_seconds"], len(row["segments"]), row["claim_token"]) == (29.5, 1, claim.token)
+    assert (row["recognized_seconds"], row["claim_token"]) == (29.5, claim.token)
+    assert [(w["from_seconds"], w["to_seconds"]) for w in saved_windows(store, record_id)] == [(0, 29.5)]
     assert "save_refused" not in kinds(store, record_id)
 
 
@@ -227,7 +240,7 @@ def test_refused_checkpoint_ends_halted_not_claimed_forever(store, owner, tmp_pa
     row = store.read_record(record_id)
     assert (row["stage"], row["halt_reason"], row["failures"]) == ("converted", "attempts_exhausted", 2)
     assert row["halt_error"].startswith("CheckpointRefused: checkpoint 1-") and "at 0s" in row["halt_error"]
-    assert row["recognized_seconds"] == 0 and not row["segments"]
+    assert row["recognized_seconds"] == 0 and not saved_windows(store, record_id)
     assert "save_refused" not in kinds(store, record_id)
 
 

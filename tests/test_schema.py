@@ -91,10 +91,11 @@ def test_orphaned_audio_is_swept(store, owner, db):
     its grace period; audio that records use is kept."""
     record_id = add_record(store, owner)
     orphan, _ = store.store_blob([b"pcm" * 100], "audio/L16")
-    assert store.delete_orphan_blobs(older_than_seconds=3600) == 0  # still within its grace
+    assert store.sweep_orphan_blobs(3600).removed == 0  # still within its grace
     with db.transaction() as conn:
-        conn.execute("UPDATE blobs SET created_at = now() - interval '2 hours'")
-    assert store.delete_orphan_blobs(older_than_seconds=3600) == 1
+        conn.execute("UPDATE blobs SET created_at = now() - interval '2 hours', "
+                     "completed_at = now() - interval '2 hours'")
+    assert store.sweep_orphan_blobs(3600).removed == 1
     assert list(store.read_blob(orphan)) == []
     original = store.read_record(record_id)["original_blob_id"]
     assert b"".join(store.read_blob(original)) == b"not really audio"

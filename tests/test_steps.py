@@ -28,7 +28,7 @@ def test_formats_reach_done_with_timed_text(store, owner, tmp_path, kind):
     assert row["stage"] == "done" and row["halted_at"] is None
     assert 9.5 < row["duration_seconds"] < 10.2
     assert len(row["transcript"].split()) >= 10
-    segments = row["segments"]
+    segments = store.transcript(record_id)["segments"]
     assert segments and all(s["text"] for s in segments)
     starts = [s["start"] for s in segments]
     assert starts == sorted(starts)

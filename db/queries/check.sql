@@ -19,6 +19,7 @@ SELECT r.id, r.stage, r.claim_token,
             THEN greatest(least(r.retry_after, '9999-01-01'), '0002-01-01') END AS retry_after,
        r.halted_at IS NOT NULL AS halted, r.halt_reason,
        r.transcript IS NOT NULL AS has_text,
+       r.converted_blob_id IS NOT NULL AS keeps_converted_audio,
        (r.halted_at IS NULL OR EXISTS (
            SELECT 1 FROM events e
            WHERE e.record_id = r.id AND e.kind = 'halted'
@@ -29,12 +30,46 @@ FROM records r
 ORDER BY r.id;
 
 -- name: check_orphan_blobs
--- Audio no record points at, older than the sweep's grace (the sweep would have removed it).
-SELECT b.id, b.size_bytes, b.created_at FROM blobs b
-WHERE b.created_at < now() - make_interval(secs => %(grace_seconds)s)
-  AND NOT EXISTS (SELECT 1 FROM records r
-                  WHERE r.original_blob_id = b.id OR r.converted_blob_id = b.id)
+-- Audio the sweep would have removed by now (the same notion as its orphan_blobs): no record
+-- points at it, and it is complete for longer than the grace, or incomplete, older than the
+-- grace and written by nobody any more (an intake's, or a conversion whose claim moved on).
+SELECT b.id, b.size_bytes, b.created_at, b.completed_at FROM blobs b
+WHERE coalesce(b.completed_at, b.created_at) < now() - make_interval(secs => %(grace_seconds)s)
+  AND NOT EXISTS (SELECT 1 FROM records r WHERE r.original_blob_id = b.id)
+  AND NOT EXISTS (SELECT 1 FROM records r WHERE r.converted_blob_id = b.id)
+  AND (b.completed_at IS NOT NULL
+       OR b.writer_record_id IS NULL
+       OR NOT EXISTS (SELECT 1 FROM records w WHERE w.id = b.writer_record_id AND w.claim_token = b.writer_token))
 ORDER BY b.id;
+
+-- name: check_incomplete_audio
+-- Records pointing at audio not marked complete: a blob is usable only once complete.
+SELECT r.id AS record_id, b.id AS blob_id
+FROM blobs b JOIN records r ON r.original_blob_id = b.id
+WHERE b.completed_at IS NULL
+UNION ALL
+SELECT r.id, b.id
+FROM blobs b JOIN records r ON r.converted_blob_id = b.id
+WHERE b.completed_at IS NULL
+ORDER BY 1, 2;
+
+-- name: check_windows
+-- Records whose recognised windows do not run end to end from 0 to where recognition stands
+-- (recognized_seconds): a gap or an overlap means two holders wrote windows, or one went
+-- missing. breaks: windows not starting where the one before ended (the first: at 0).
+WITH chained AS (
+    SELECT record_id, from_seconds, to_seconds,
+           coalesce(lag(to_seconds) OVER (PARTITION BY record_id ORDER BY from_seconds), 0) AS expected_from
+    FROM record_windows
+), per_record AS (
+    SELECT record_id, count(*) FILTER (WHERE from_seconds <> expected_from) AS breaks,
+           max(to_seconds) AS last_end
+    FROM chained GROUP BY record_id
+)
+SELECT r.id AS record_id, r.recognized_seconds, coalesce(p.breaks, 0) AS breaks, p.last_end
+FROM records r LEFT JOIN per_record p ON p.record_id = r.id
+WHERE coalesce(p.breaks, 0) > 0 OR coalesce(p.last_end, 0) <> r.recognized_seconds
+ORDER BY r.id;
 
 -- name: check_advanced_twice
 -- A stage reached more than once by one record: two holders both saved (INV-2 broken).

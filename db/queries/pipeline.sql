@@ -64,6 +64,39 @@ WITH saved AS (
 )
 SELECT id FROM saved;
 
+-- name: save_done
+-- The save that reaches done: save_result's, and in the same statement the text assembled once
+-- from the record's windows (segments in recording order, joined by a space) and the converted
+-- audio let go. The blob let go is returned: it is deleted right after, in bounded batches (the
+-- orphan sweep finds it if a crash comes in between). `old` is the row as this statement found
+-- it. The owned fields' SET list is filled in by db/queries.py (assignments).
+WITH saved AS (
+    UPDATE records r
+    SET {owned},
+        transcript = (SELECT coalesce(string_agg(e.segment->>'text', ' ' ORDER BY w.from_seconds, e.n), '')
+                      FROM record_windows w,
+                           jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
+                      WHERE w.record_id = r.id),
+        converted_blob_id = NULL,
+        stage = %(target)s,
+        stage_entered_at = now(),
+        claim_token = NULL,
+        lease_expires_at = NULL,
+        failures = 0,
+        retry_after = NULL,
+        lost_leases = 0,
+        progress_seconds = NULL,
+        updated_at = now()
+    FROM records old
+    WHERE r.id = %(id)s AND r.claim_token = %(token)s AND old.id = r.id
+    RETURNING r.id, r.stage, old.converted_blob_id AS released_blob_id
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'advanced', stage, jsonb_build_object('claim_token', %(token)s::bigint)
+    FROM saved
+)
+SELECT id, released_blob_id FROM saved;
+
 -- name: record_failure
 -- Counts a failed run and sets the retry pause; the claim is released so the record becomes
 -- eligible again once the pause is over.
@@ -121,8 +154,7 @@ RETURNING lease_expires_at;
 -- the lease too: a holder that just finished a window is alive.
 WITH saved AS (
     UPDATE records
-    SET segments = coalesce(segments, '[]'::jsonb) || %(segments)s::jsonb,
-        recognized_seconds = %(to_seconds)s,
+    SET recognized_seconds = %(to_seconds)s,
         progress_seconds = %(to_seconds)s,
         language = coalesce(%(language)s, language),
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
@@ -130,6 +162,11 @@ WITH saved AS (
     WHERE id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL
       AND recognized_seconds = %(from_seconds)s
     RETURNING id, stage
+), kept AS (
+    -- the window's segments, written once, only if the checkpoint above took effect: a stale
+    -- holder writes neither (record_windows, migration 11)
+    INSERT INTO record_windows (record_id, from_seconds, to_seconds, claim_token, segments)
+    SELECT id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(segments)s FROM saved
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT id, 'pipeline', 'checkpoint', stage,

@@ -30,7 +30,14 @@ LIMIT %(limit)s OFFSET %(offset)s;
 SELECT count(*) AS total FROM records WHERE halted_at IS NOT NULL;
 
 -- name: transcript
-SELECT r.stage, r.transcript, r.segments, r.duration_seconds
+-- The text, assembled at done, and once done its timed segments: the windows' (record_windows,
+-- migration 11) in recording order, each window's in its own order.
+SELECT r.stage, r.transcript, r.duration_seconds,
+       CASE WHEN r.stage = 'done' THEN
+           (SELECT coalesce(jsonb_agg(e.segment ORDER BY w.from_seconds, e.n), '[]')
+            FROM record_windows w, jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
+            WHERE w.record_id = r.id)
+       END AS segments
 FROM records r
 WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id)s);
 

@@ -39,6 +39,3 @@ VALUES (%(id)s, 'human', 'deleted', %(stage)s, jsonb_build_object('by', %(by)s::
 -- name: erase_journal
 -- Every other line of the erased record goes (they carry file names and error texts).
 DELETE FROM events WHERE record_id = %(id)s AND kind <> 'deleted';
-
--- name: erase_blobs
-DELETE FROM blobs WHERE id = ANY(%(blob_ids)s::bigint[]);
