@@ -82,6 +82,10 @@ PLANTS = {
     "done_without_text": ("UPDATE records SET transcript = NULL WHERE id = %(id)s", "done"),
     "done_still_claimed": ("UPDATE records SET claim_token = nextval('claim_tokens'), "
                            "lease_expires_at = now() + interval '1 minute' WHERE id = %(id)s", "done"),
+    "converted_audio_kept": ("UPDATE records SET converted_blob_id = original_blob_id WHERE id = %(id)s", "done"),
+    "windows_out_of_line": ("DELETE FROM record_windows WHERE record_id = %(id)s", "done"),
+    "points_at_incomplete_audio": ("UPDATE blobs SET completed_at = NULL WHERE id = "
+                                   "(SELECT original_blob_id FROM records WHERE id = %(id)s)", "eligible"),
     "advanced_twice": ("INSERT INTO events (record_id, origin, kind, stage) VALUES (%(id)s, 'pipeline', 'advanced', "
                        "'done')", "done"),
 }

@@ -130,3 +130,82 @@ def test_stale_release_refused(store, owner):
     assert store.claim(Step.CONVERT, policy()) is NO_WORK
     assert store.release(current)
     assert store.read_record(record_id)["claim_token"] is None
+
+
+# --- checkpoints: a stale holder's window is refused (issue 16 §5) ----------------------------------
+
+def _windows(store, record_id) -> list[tuple]:
+    with store.db.connection() as conn:
+        return [tuple(row.values()) for row in conn.execute(
+            "SELECT from_seconds, to_seconds, claim_token, segments->0->>'text' AS text FROM record_windows "
+            "WHERE record_id = %s ORDER BY from_seconds", [record_id])]
+
+
+def _segment(at: float, text: str) -> list[dict]:
+    return [{"start": at, "end": at + 1.0, "text": text, "words": []}]
+
+
+def _recognizing(store, owner, lease: float):
+    """A converted record claimed for recognition with a lease of `lease` seconds, its first
+    window (0-30 s) saved under that claim."""
+    record_id = add_record(store, owner)
+    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 120.0})
+    holder = store.claim(Step.RECOGNIZE, policy(lease=lease))
+    assert store.checkpoint(holder, 0.0, 30.0, _segment(0.0, "first"), "en", lease)
+    return record_id, holder
+
+
+def _refusals(store, record_id) -> list[dict]:
+    return [e["detail"] for e in store.events(record_id) if e["kind"] == "save_refused"]
+
+
+def test_stale_checkpoint_after_the_claim_moved_on_is_refused(store, owner):
+    """Issue 16 §5, P3-S2: the holder's lease ran out and another worker claimed the record. The
+    stale holder's checkpoint of the next window — starting exactly where the record stands, so
+    only the token tells it apart — is refused: no window written, recognition's position and
+    progress and the new holder's lease unchanged, and a `save_refused` line naming the
+    checkpoint. Then both holders checkpoint that window at the same moment: only the current
+    holder's window is written."""
+    record_id, stale = _recognizing(store, owner, lease=0.2)
+    time.sleep(0.3)
+    current = store.claim(Step.RECOGNIZE, policy())
+    assert current.record_id == record_id
+    before = store.read_record(record_id)
+    assert not store.checkpoint(stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
+    after = store.read_record(record_id)
+    assert _windows(store, record_id) == [(0.0, 30.0, stale.token, "first")]
+    for column in ("recognized_seconds", "progress_seconds", "lease_expires_at", "claim_token", "language"):
+        assert after[column] == before[column], column
+    assert _refusals(store, record_id) == [
+        {"write": "checkpoint", "claim_token": stale.token, "current_claim_token": current.token}]
+
+    results = run_together(2, lambda i: store.checkpoint(
+        (stale, current)[i], 30.0, 60.0, _segment(30.0, ("stale", "current")[i]), "en", 600))
+    assert results == [False, True]
+    assert _windows(store, record_id) == [(0.0, 30.0, stale.token, "first"), (30.0, 60.0, current.token, "current")]
+    assert store.read_record(record_id)["recognized_seconds"] == 60.0
+    assert len(_refusals(store, record_id)) == 2
+
+
+def test_stale_checkpoint_after_halt_and_resume_is_refused(store, owner):
+    """Issue 16 §5, P3-S3: the record was halted under a running recognition (by the claimer
+    that took it over) and resumed by a human. The first holder's checkpoint is refused while
+    nobody holds the record, and again once another worker claimed it; that worker's own
+    checkpoint goes on from where the record stood."""
+    record_id, stale = _recognizing(store, owner, lease=0.2)
+    time.sleep(0.3)
+    halter = store.claim(Step.RECOGNIZE, policy())
+    assert store.halt(halter, HaltReason.ENGINE_REFUSED, "the server refused it")
+    resume(store, record_id)
+    assert not store.checkpoint(stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
+    row = store.read_record(record_id)
+    assert (row["recognized_seconds"], row["progress_seconds"], row["claim_token"]) == (30.0, None, None)
+    current = store.claim(Step.RECOGNIZE, policy())
+    lease = store.read_record(record_id)["lease_expires_at"]
+    assert not store.checkpoint(stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
+    row = store.read_record(record_id)
+    assert (row["recognized_seconds"], row["progress_seconds"], row["lease_expires_at"]) == (30.0, None, lease)
+    assert _windows(store, record_id) == [(0.0, 30.0, stale.token, "first")]
+    assert [r["write"] for r in _refusals(store, record_id)] == ["checkpoint", "checkpoint"]
+    assert store.checkpoint(current, 30.0, 60.0, _segment(30.0, "current"), "en", 600)
+    assert _windows(store, record_id)[-1] == (30.0, 60.0, current.token, "current")

@@ -147,10 +147,11 @@ while True:
 
 
 def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path, env):
-    """Issue 7.4: a worker process killed mid-file (SIGKILL of its process group, recognizer
-    included) leaves its checkpoints; the next worker takes the record over once the lease ran
-    out and goes on from the last checkpoint: no window recognised twice, and the text equals
-    an uninterrupted run's."""
+    """Issue 7.4, issue 16 §1: a worker process killed mid-file (SIGKILL of its process group,
+    recognizer included) leaves its checkpoints; the next worker takes the record over once the
+    lease ran out and goes on from the last checkpoint: no window recognised twice (each stored once, by
+    the claim that recognised it), the text is assembled once at done from both claims' windows
+    and equals an uninterrupted run's, and neither record keeps its converted audio."""
     path = encode(tmp_path / "long.flac", "flac", repeat=9)  # ~88 s: at least three windows
     s = settings(recognize_lease_seconds=8)
     interrupted = accept(store, owner, path)
@@ -179,6 +180,9 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
     marks = checkpoints(store, interrupted)
     assert [m["from_seconds"] for m in marks[1:]] == [m["seconds"] for m in marks[:-1]]  # none twice
     assert len({m["claim_token"] for m in marks}) == 2  # two claims shared the windows
+    stored = saved_windows(store, interrupted)  # each written once, by the claim that recognised it
+    assert [(w["from_seconds"], w["claim_token"]) for w in stored] == [(m["from_seconds"], m["claim_token"]) for m in marks]
+    assert resumed["transcript"] == " ".join(s["text"] for w in stored for s in w["segments"])  # assembled once
     assert kinds(store, interrupted).count("claimed") == 3  # convert, the killed one, the second
 
 

@@ -86,12 +86,11 @@ WITH scanned AS (
     FROM scanned b
     LEFT JOIN LATERAL (SELECT 1 AS found FROM records r WHERE r.original_blob_id = b.id LIMIT 1) o ON true
     LEFT JOIN LATERAL (SELECT 1 AS found FROM records r WHERE r.converted_blob_id = b.id LIMIT 1) c ON true
+    LEFT JOIN LATERAL (SELECT 1 AS found FROM records w
+                       WHERE w.id = b.writer_record_id AND w.claim_token = b.writer_token LIMIT 1) writing ON true
     WHERE o.found IS NULL AND c.found IS NULL
       AND coalesce(b.completed_at, b.created_at) < now() - make_interval(secs => %(grace_seconds)s)
-      AND (b.completed_at IS NOT NULL
-           OR b.writer_record_id IS NULL
-           OR NOT EXISTS (SELECT 1 FROM records w
-                          WHERE w.id = b.writer_record_id AND w.claim_token = b.writer_token))
+      AND (b.completed_at IS NOT NULL OR writing.found IS NULL)
 )
 SELECT (SELECT count(*) FROM scanned) AS scanned,
        (SELECT max(id) FROM scanned) AS scanned_to,
