@@ -154,7 +154,7 @@ def run(hours: float, folder: Path) -> dict:
     recording = folder / "long.ogg"
     seconds = build(recording, hours * 60, "sample")
     audio_hours = seconds / 3600
-    with scratch_database("transcriber_bench_storage") as url:
+    with scratch_database() as url:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
             server = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in ("checkpoint_timeout", "max_wal_size")}
