@@ -1,4 +1,5 @@
-"""The database side: SQL (named queries and numbered migrations), the pool, the store."""
+"""The database side: SQL (named queries in `queries/`, numbered migrations in `migrations/`),
+the pool, and the `Store` every layer above talks to (one part per concern, see `db.store`)."""
 from db.database import Database, DatabaseUnavailable
 from db.store import Store
 
