@@ -129,13 +129,14 @@ class Blobs:
         return drop_blob(self.db, blob_id)
 
     def sweep_orphan_blobs(self, grace_seconds: float, *, budget_seconds: float | None = None,
-                           after_id: int = 0, batch: int = SWEEP_BATCH) -> SweepPass:
+                           after_id: int = 0, batch: int | None = None) -> SweepPass:
         """Delete the blobs no record points at and nobody writes any more (left by a worker that
         died mid-conversion, or between a save that let audio go and its deletion), once
         `grace_seconds` old: keyset batches of `batch` blob ids from `after_id` on, each a short
         statement of index probes. Stops at the end of the blobs, or at the first batch boundary
         past `budget_seconds`, and says where to go on from."""
         deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+        batch = batch or SWEEP_BATCH
         removed = 0
         while True:
             with self.db.connection() as conn:

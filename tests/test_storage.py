@@ -116,7 +116,7 @@ def test_a_crash_between_done_and_the_deletion_leaves_the_audio_to_the_sweep(sto
     assert check(Facts(db), grace_seconds=0).sound
 
 
-def test_a_conversion_commits_its_chunks_and_a_dead_ones_are_swept(store, owner, db, tmp_path, env):
+def test_a_conversion_commits_its_chunks_and_a_dead_conversions_leftovers_are_swept(store, owner, db, tmp_path, env):
     """Issue 16 §1: conversion writes its PCM in committed chunks (seen from outside while the
     conversion is under way: no transaction lasts the whole decode), a blob is usable only once
     complete, and the incomplete blob of a conversion whose worker was killed is left alone while
@@ -259,17 +259,19 @@ def test_the_sweep_actor_is_bounded_and_goes_on_where_it_stopped(store, db, monk
     the actor has a limit of its own above its run's budget, and a run whose budget is spent
     sends itself on from the blob where it stopped."""
     import actors
+    from db import blobs as blob_storage
 
     assert actors.sweep.options["time_limit"] >= (actors.SWEEP_RUN_SECONDS + 60) * 1000
     actors.use(settings(), store)
     with db.connection() as conn:
         conn.execute("INSERT INTO blobs (media_type, created_at, completed_at) "
-                     "SELECT 'x', now() - interval '2 hours', now() - interval '2 hours' FROM generate_series(1, 1500)")
+                     "SELECT 'x', now() - interval '2 hours', now() - interval '2 hours' FROM generate_series(1, 15)")
     sent = []
+    monkeypatch.setattr(blob_storage, "SWEEP_BATCH", 10)
     monkeypatch.setattr(actors, "SWEEP_RUN_SECONDS", 0)
     monkeypatch.setattr(actors.sweep, "send", lambda *args: sent.append(args))
     actors.sweep.fn()
-    assert len(sent) == 1 and len(blobs(db)) == 500
+    assert len(sent) == 1 and len(blobs(db)) == 5
     actors.sweep.fn(*sent[0])
     assert len(sent) == 1 and blobs(db) == []
 
