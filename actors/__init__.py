@@ -91,6 +91,10 @@ def sweep(after_id: int = 0) -> None:
                                                 after_id=after_id)
     if swept.removed:
         logger.info("swept {} orphaned audio blob(s)", swept.removed)
+    if not after_id:  # once per pass: uploads' Idempotency-Keys past their keeping time (issue 17 §1)
+        keys = context.store().sweep_upload_keys()
+        if keys:
+            logger.info("swept {} idempotency key(s) older than a day", keys)
     if swept.resume_after:
         sweep.send(swept.resume_after)
 

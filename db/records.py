@@ -9,6 +9,7 @@ from db.blobs import discard_blob, finish_blob, write_chunks
 from db.database import Database
 from db.pipeline import record_log
 from db.queries import query
+from db.uploads import SameUpload, earlier_record, keep_key
 
 
 class Records:
@@ -18,28 +19,46 @@ class Records:
 
     def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
                media_type: str = "application/octet-stream", language: str | None = None) -> int:
-        """Store the original audio and create its record at stage created.
+        """Store the original audio and create its record at stage created; its id."""
+        return self.accept_once(owner_id, pieces, title=title, source_name=source_name, media_type=media_type,
+                                language=language)[0]
+
+    def accept_once(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
+                    media_type: str = "application/octet-stream", language: str | None = None,
+                    same: SameUpload | None = None) -> tuple[int, bool]:
+        """Store the original audio and create its record at stage created, unless `same` says
+        an earlier upload already made it (`db.uploads`): the record's id, and whether it is new.
 
         The audio goes in committed chunks like any blob (no transaction as long as the upload,
-        however large the limit allows); one short transaction then marks it complete and
-        inserts the record. Anything that fails on the way takes the partial audio away again
-        (the sweep does, if even that fails): nothing is accepted, nothing stays."""
+        however large the limit allows); one short transaction then decides whether the upload
+        is a new one, marks the audio complete and inserts the record. Anything that fails on the
+        way takes the partial audio away again (the sweep does, if even that fails): nothing is
+        accepted, nothing stays. A repeat's audio is taken away the same way."""
         blob_id, chunks = write_chunks(self.db, pieces, media_type)  # ValueError when empty
         try:
             with self.db.transaction() as conn:
-                size = finish_blob(conn, blob_id, chunks)
-                if size is None:
-                    raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
-                record_id = conn.execute(
-                    query("accept_record"),
-                    {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                     "size_bytes": size, "language": language},
-                ).fetchone()["id"]
+                earlier = None if same is None else earlier_record(conn, owner_id, same, lock=True)
+                if earlier is None:
+                    size = finish_blob(conn, blob_id, chunks)
+                    if size is None:
+                        raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
+                    record_id = conn.execute(
+                        query("accept_record"),
+                        {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
+                         "size_bytes": size, "language": language,
+                         "content_sha256": same and same.sha256},
+                    ).fetchone()["id"]
+                    if same is not None:
+                        keep_key(conn, owner_id, same, record_id)
         except BaseException:
             discard_blob(self.db, blob_id, complete=False)
             raise
+        if earlier is not None:
+            discard_blob(self.db, blob_id, complete=False)
+            record_log(earlier, "", "repeated").info("record {}: the same upload again, answered by it", earlier)
+            return earlier, False
         record_log(record_id, "created", "accepted").info("record {} accepted ({} bytes)", record_id, size)
-        return record_id
+        return record_id, True
 
     def edit(self, record_id: int, owner_id: int, *, title: str | None = None, summary: str | None = None,
              topics: list[str] | None = None) -> bool:

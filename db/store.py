@@ -13,8 +13,9 @@ from db.database import Database
 from db.pipeline import Pipeline
 from db.reads import Reads
 from db.records import Records
+from db.uploads import UploadKeys
 
 
-class Store(Pipeline, Records, Accounts, Blobs, Reads):
+class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads):
     def __init__(self, db: Database):
         self.db = db

@@ -24,6 +24,7 @@ DEVICES = ("cpu", "cuda")
 BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 DAY = 24 * 3600.0
 LONGEST_TIME_LIMIT_SECONDS = 365 * DAY  # the most a stage's time limit may be set to
+SYNC_WAIT_SECONDS = 540.0  # the OpenAI-compatible wait, below the official client's 600 s timeout
 DEFAULT_QUEUE = "transcriber"
 _QUEUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,99}")
 
@@ -50,7 +51,9 @@ class Settings:
     language: str = "auto"        # the default for uploads that name none; "auto" detects it
     device: str = "cpu"
     max_audio_seconds: float = 4 * 3600.0
-    sync_wait_seconds: float = 600.0
+    # the OpenAI-compatible call's wait: well under the official client's 600 s read timeout, so
+    # the client hears the answer (or the 504 naming the card) instead of timing out and retrying
+    sync_wait_seconds: float = SYNC_WAIT_SECONDS
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_model: str = "whisper-1"
@@ -184,7 +187,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         language=language,
         device=device,
         max_audio_seconds=_number(env, "TRANSCRIBER_MAX_AUDIO_SECONDS", 4 * 3600.0, minimum=1, maximum=7 * DAY),
-        sync_wait_seconds=_number(env, "TRANSCRIBER_SYNC_WAIT_SECONDS", 600.0, minimum=0, maximum=DAY),
+        sync_wait_seconds=_number(env, "TRANSCRIBER_SYNC_WAIT_SECONDS", SYNC_WAIT_SECONDS, minimum=0, maximum=DAY),
         openai_base_url=openai_base_url,
         openai_api_key=env.get("TRANSCRIBER_OPENAI_API_KEY", "").strip() or None,
         openai_model=env.get("TRANSCRIBER_OPENAI_MODEL", "").strip() or "whisper-1",

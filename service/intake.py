@@ -7,6 +7,7 @@ from typing import Iterator
 
 from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
+from db.uploads import SameUpload, UploadKeyReused
 from service import inputs
 from service.config import Settings
 
@@ -43,6 +44,11 @@ class AudioTooLong(IntakeError):
 class UnsupportedAudio(IntakeError):
     status = 415
     code = "unsupported_audio"
+
+
+class KeyReused(IntakeError):
+    status = 422
+    code = "idempotency_key_reused"
 
 
 class UnknownOwner(IntakeError):
@@ -97,9 +103,32 @@ def _read(path: Path) -> Iterator[bytes]:
 def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
                 source_name: str | None = None, language: str | None = None) -> int:
     """Check the file at `path` holds decodable audio and accept it; return the record id."""
+    return accept_once(store, settings, path, owner_id=owner_id, title=title, source_name=source_name,
+                       language=language)[0]
+
+
+def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
+                source_name: str | None = None, language: str | None = None,
+                same: SameUpload | None = None) -> tuple[int, bool]:
+    """Accept the file at `path` unless `same` names an earlier upload it repeats (then that
+    record, found before the file is probed or stored again): the record id, and whether it is
+    new. The same key with other bytes is KeyReused, with nothing stored."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title)
     language = checked_language(settings, language)
+    try:
+        earlier = None if same is None else store.earlier_upload(owner_id, same)
+        if earlier is not None:
+            return earlier, False
+        _check_audio(settings, path, name)
+        return store.accept_once(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
+                                 language=language, same=same)
+    except UploadKeyReused:
+        raise KeyReused("this Idempotency-Key was first sent with other bytes; "
+                        "a new upload needs a new key") from None
+
+
+def _check_audio(settings: Settings, path: Path, name: str) -> None:
     size = path.stat().st_size
     if size == 0:
         raise EmptyFile(f"the file is empty: {name}")
@@ -113,7 +142,6 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         raise UnsupportedAudio(f"unsupported audio: {name}: {error}") from None
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
-    return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name, language=language)
 
 
 def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",

@@ -22,6 +22,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_serving(base: str, process, log, seconds: float = 60) -> None:
+    """Wait until the server process at `base` answers /healthz (its log in the failure)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+
+
 class Api:
     """A live server for one test, and helpers that speak to it as an owner would."""
 

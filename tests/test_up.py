@@ -9,7 +9,7 @@ import time
 import httpx
 
 from conftest import ROOT
-from test_http import free_port
+from test_http import free_port, wait_serving
 
 
 def test_up_serves_the_api_with_workers(env, tmp_path):
@@ -23,14 +23,7 @@ def test_up_serves_the_api_with_workers(env, tmp_path):
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert up.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+        wait_serving(base, up, log)
         assert f"http://127.0.0.1:{port}" in log.read_text() and "owner add" in log.read_text()
         # issue 9 §1/§3: the owner's page and the panel come with it, and it says where they are
         assert f"http://127.0.0.1:{port}/admin" in log.read_text()

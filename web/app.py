@@ -1,5 +1,6 @@
-"""The HTTP service's app, assembled: the error handlers, the middleware (body size limit, browser
-sessions) and the routers. Nothing here decides a request; each router says what its addresses do.
+"""The HTTP service's app, assembled: the error handlers, the middleware (browser sessions, the
+token before the body, the body size limit) and the routers. Nothing here decides a request; each
+router says what its addresses do.
 
 Every address but /healthz and /metrics needs a token (`web.auth`); another owner's record is
 answered exactly like a missing one. Errors are JSON `{"error": code, "message": text}`
@@ -16,9 +17,13 @@ from service.config import Settings
 from service.intake import TooLarge, size_limit_message
 from web import admin, errors, monitoring, openai_compat, pages, records
 from web.auth import bearer_operator, bearer_owner
+from web.gate import TokenGate
 from web.sessions import SessionAuth, Sessions
 
 FORM_ROOM_BYTES = 64 * 1024
+# where a body may be as large as an upload; any other body is an edit, a form or a command
+UPLOADS = frozenset({("POST", "/records"), ("POST", "/v1/audio/transcriptions")})
+OTHER_BODY_BYTES = 1 << 20
 
 
 def create_app(store: Store, settings: Settings) -> FastAPI:
@@ -26,16 +31,20 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                          description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
     errors.add_handlers(app)
 
-    # the owner's page at / and the panel at /admin: a session cookie stands for the token
+    # The layers around the routes, outermost first: a session cookie stands for its token (the
+    # owner's page at /, the panel at /admin); a request with a body and no valid token is
+    # refused before the body is read; a body over the limit is refused as it comes, whatever
+    # the method (the file plus room for the form around it at the two upload addresses, a small
+    # JSON or form body anywhere else). None of them reads a body, so nothing reads one before
+    # the limit counts it. (add_middleware puts each layer outside the ones added before it.)
+    app.add_middleware(inputs.BodyLimit, limit=settings.max_upload_bytes + FORM_ROOM_BYTES,
+                       message=size_limit_message(settings), code=TooLarge.code,
+                       small=OTHER_BODY_BYTES, large_at=UPLOADS)
+    app.add_middleware(TokenGate, store=store, exempt=pages.FORMS)
     sessions = Sessions()
     app.add_middleware(SessionAuth, sessions=sessions, exempt=pages.FORMS)
     app.mount("/ui", StaticFiles(directory=pages.STATIC), name="ui")
     app.include_router(pages.router(store, sessions))
-
-    # a body over the limit (the file plus room for the form around it) is refused as it comes;
-    # added last, so it is the outermost layer and sees the body before anything reads it
-    app.add_middleware(inputs.BodyLimit, limit=settings.max_upload_bytes + FORM_ROOM_BYTES,
-                       message=size_limit_message(settings), code=TooLarge.code)
 
     owner = bearer_owner(store)
     app.include_router(monitoring.router(store))

@@ -3,9 +3,12 @@ client libraries and tools built on them work against this service with the owne
 the API key.
 
 The file is accepted like any upload (a record of the owner's, in the durable pipeline); the
-call then waits for the record to be done, up to TRANSCRIBER_SYNC_WAIT_SECONDS. Past that it
-answers an error naming the record's card, and the record goes on: nothing is lost, and the
-text is at its address once done. Errors here have OpenAI's shape,
+call then waits for the record to be done, up to TRANSCRIBER_SYNC_WAIT_SECONDS (540 s: well
+before the official client's 600 s read timeout, so the client hears the answer rather than
+retrying). Past that it answers an error naming the record's card, and the record goes on:
+nothing is lost, and the text is at its address once done. One intended upload makes one
+record: with `Idempotency-Key`, a repeat is the key's first record; without one, a retry of the
+same bytes while the first is in the pipeline waits for that record (`db.uploads`). Errors here have OpenAI's shape,
 `{"error": {"message", "type", "param", "code"}}` (plus the service's own top-level `message`),
 and carry `x-should-retry: false` where a retry would only upload the file again.
 """
@@ -27,8 +30,9 @@ from audio.formats import MEDIA_TYPES, render
 from db import Store
 from domain.card import links
 from service.config import Settings
-from service.intake import IntakeError
+from service.intake import IntakeError, KeyReused
 from web.errors import ApiError
+from web.parsing import idempotency_key
 from web.uploads import accept_upload
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
@@ -144,12 +148,13 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         if stream:
             raise ApiError(400, "unsupported", "streaming is not supported; the answer comes once done",
                            param="stream")
-        try:
-            record_id = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
-                                                 language=language)
+        key = idempotency_key(request)
+        try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
+            record_id, _ = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
+                                                    language=language, key=key, attach_in_flight=key is None)
         except IntakeError as error:
-            raise ApiError(error.status, error.code, str(error), param="language" if error.code == "bad_language"
-                           else "file") from None
+            param = {"bad_language": "language", KeyReused.code: None}.get(error.code, "file")
+            raise ApiError(error.status, error.code, str(error), param=param) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds

@@ -1,6 +1,7 @@
 """What routers read from a request before any rule applies: the token of an
-`Authorization: Bearer` header, and the record id written in a path. One reading each, so that
-the owner's API, the panel and the pages accept and refuse exactly the same inputs."""
+`Authorization: Bearer` header, an upload's `Idempotency-Key`, and the record id written in a
+path. One reading each, so that the owner's API, the panel and the pages accept and refuse
+exactly the same inputs."""
 
 from fastapi import Request
 
@@ -14,6 +15,23 @@ def bearer_token(request: Request) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
+
+
+MAX_IDEMPOTENCY_KEY = 255
+_KEY_CHARACTERS = frozenset(range(0x21, 0x7F))  # visible ASCII: what a client can send back unchanged
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's `Idempotency-Key` (1-255 visible ASCII characters), None without one;
+    400 `bad_idempotency_key` for anything else, before anything is stored."""
+    raw = request.headers.get("idempotency-key")
+    if raw is None:
+        return None
+    key = raw.strip()
+    if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY or not set(key.encode("latin-1")) <= _KEY_CHARACTERS:
+        raise ApiError(400, "bad_idempotency_key",
+                       f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} visible ASCII characters")
+    return key
 
 
 def record_id(raw: str) -> int:

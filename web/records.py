@@ -22,7 +22,7 @@ from service.intake import IntakeError
 from web.auth import enabled_owner
 from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
 from web.errors import NOT_FOUND, ApiError
-from web.parsing import bearer_token, record_id
+from web.parsing import bearer_token, idempotency_key, record_id
 from web.uploads import accept_upload
 
 
@@ -37,17 +37,25 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             raise ApiError(404, *NOT_FOUND)
         return card(row)
 
-    @routes.post("/records", status_code=201)
-    def upload(who: Owner, file: UploadFile = File(...), title: Annotated[inputs.Title, Form()] = "",
-               language: str | None = Form(default=None, max_length=10)):
-        """Accept a recording: stored whole with its record, or refused with nothing stored."""
+    @routes.post("/records", status_code=201, responses={
+        200: {"description": "a repeat of an earlier upload with the same `Idempotency-Key`: its record"},
+        422: {"description": "`idempotency_key_reused`: the key was first sent with other bytes"}})
+    def upload(request: Request, who: Owner, file: UploadFile = File(...),
+               title: Annotated[inputs.Title, Form()] = "", language: str | None = Form(default=None, max_length=10)):
+        """Accept a recording: stored whole with its record, or refused with nothing stored.
+        With an `Idempotency-Key` (kept at least 24 h), a repeat with the same bytes answers the
+        first record (200, `Idempotent-Replayed: true`), never a second one."""
+        key = idempotency_key(request)
         try:
-            new_id = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language)
+            record, new = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language,
+                                        key=key)
         except IntakeError as error:
             raise ApiError(error.status, error.code, str(error)) from None
-        addresses = links(new_id)
-        return JSONResponse({"id": new_id, "card": addresses["self"], "text": addresses["text"]},
-                            status_code=201, headers={"Location": addresses["self"]})
+        addresses = links(record)
+        headers = {"Location": addresses["self"]} if new else {"Location": addresses["self"],
+                                                               "Idempotent-Replayed": "true"}
+        return JSONResponse({"id": record, "card": addresses["self"], "text": addresses["text"]},
+                            status_code=201 if new else 200, headers=headers)
 
     @routes.get("/records")
     def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),

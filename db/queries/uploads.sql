@@ -1,0 +1,38 @@
+-- Statements that make one record of an intended upload (issue 17 §1): its Idempotency-Key, or
+-- the same bytes already in the pipeline.
+
+-- name: lock_upload
+-- Two uploads of the same owner with the same key (or, without one, the same bytes) decide one
+-- after the other: the second finds what the first committed. Held to the end of the
+-- transaction; a collision of the hash only makes two unrelated uploads wait for each other.
+SELECT pg_advisory_xact_lock(hashtextextended(%(owner_id)s::text || ':' || %(what)s, 7262700225));
+
+-- name: upload_by_key
+-- The record the owner's key stands for, with the SHA-256 of the bytes it was first sent with.
+SELECT record_id, content_sha256 FROM upload_keys WHERE owner_id = %(owner_id)s AND key = %(key)s;
+
+-- name: keep_upload_key
+INSERT INTO upload_keys (owner_id, key, content_sha256, record_id)
+VALUES (%(owner_id)s, %(key)s, %(content_sha256)s, %(record_id)s);
+
+-- name: upload_in_flight
+-- The owner's record of the same bytes still in the pipeline, or done so recently that a
+-- client's retry may still be on its way: not halted, newest first. (The language is not
+-- compared: a retry sends the same one, and recognition writes the one it detected.)
+SELECT id FROM records
+WHERE owner_id = %(owner_id)s AND content_sha256 = %(content_sha256)s
+  AND halted_at IS NULL
+  AND (stage <> 'done' OR stage_entered_at > now() - make_interval(secs => %(window_seconds)s))
+ORDER BY id DESC
+LIMIT 1;
+
+-- name: sweep_upload_keys
+-- Keys past their keeping time, the oldest first, a bounded batch per statement.
+WITH doomed AS (
+    SELECT owner_id, key FROM upload_keys
+    WHERE created_at < now() - make_interval(secs => %(keep_seconds)s)
+    ORDER BY created_at
+    LIMIT %(batch)s
+)
+DELETE FROM upload_keys u USING doomed d
+WHERE u.owner_id = d.owner_id AND u.key = d.key;
