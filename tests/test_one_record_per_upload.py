@@ -158,3 +158,24 @@ def test_same_bytes_attach_only_to_the_same_owners_record_in_the_pipeline(make_a
     assert claim.record_id == ids[0]
     store.halt(claim, HaltReason.UNDECODABLE_AUDIO, "the decoder gave up", count_failure=True)
     assert transcribe(alice) not in ids
+
+
+def test_the_sweep_deletes_keys_past_a_day(store, owner):
+    """Issue 17 §1: the periodic sweep deletes keys older than a day (a younger one is kept, and
+    the records stay); a key swept is a new upload again."""
+    import actors
+    from actors import context
+    from db.uploads import SameUpload
+
+    old = SameUpload(b"\x01" * 32, key="old")
+    young = SameUpload(b"\x02" * 32, key="young")
+    first, _ = store.accept_once(owner["id"], [b"audio one"], same=old)
+    store.accept_once(owner["id"], [b"audio two"], same=young)
+    assert store.accept_once(owner["id"], [b"audio one"], same=old) == (first, False)
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE upload_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'")
+    context.use(settings(), store)
+    actors.sweep.fn()
+    assert store.earlier_upload(owner["id"], old) is None
+    assert store.earlier_upload(owner["id"], young) is not None
+    assert _count(store) == 2
