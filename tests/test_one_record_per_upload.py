@@ -57,7 +57,8 @@ def test_same_key_answers_the_first_record(make_api, store, tmp_path):
 
 def test_same_key_at_once_makes_one_record(make_api, store, tmp_path):
     """Issue 17 §1: four uploads with the same key released together by a barrier, two on each
-    address: one record; every answer names it; the losers' audio is gone again."""
+    address: one record; every answer names it; the losers' audio is gone again. The key with
+    other bytes on the OpenAI-compatible address: 422 `idempotency_key_reused`, nothing stored."""
     api = make_api(sync_wait_seconds=0)
     token = api.token("alice")
     audio = encode(tmp_path / "a.wav", "wav")
@@ -74,6 +75,11 @@ def test_same_key_at_once_makes_one_record(make_api, store, tmp_path):
     assert len(ids) == 1, [a.text for a in answers]
     assert sorted(a.status_code for a in answers if a.request.url.path == "/records") in ([200, 201], [200, 200])
     assert {a.status_code for a in answers if a.request.url.path != "/records"} == {504}
+    assert _count(store) == 1 and _count(store, "blobs") == 1
+    with encode(tmp_path / "b.flac", "flac").open("rb") as handle:
+        reused = api.http.post("/v1/audio/transcriptions", headers={**api.auth(token), "Idempotency-Key": "same"},
+                               files={"file": ("b.flac", handle)}, data={"model": "whisper-1"})
+    assert reused.status_code == 422 and reused.json()["error"]["code"] == "idempotency_key_reused"
     assert _count(store) == 1 and _count(store, "blobs") == 1
 
 
@@ -113,7 +119,6 @@ def test_client_timeout_shorter_than_the_wait(make_api, store, tmp_path):
     def before_sending(request):
         attempts.append(request.url.path)
         if len(attempts) == 3:  # the last retry leaves once the one record is done
-            assert _count(store) == 1
             api.start_workers()
             deadline = time.monotonic() + 180
             while not _all_done(store):
@@ -121,7 +126,7 @@ def test_client_timeout_shorter_than_the_wait(make_api, store, tmp_path):
                 time.sleep(0.2)
 
     http = httpx.Client(event_hooks={"request": [before_sending]})
-    client = _openai(api, token, timeout=2, http_client=http)
+    client = _openai(api, token, timeout=3, http_client=http)
     assert client.max_retries == 2  # the default
     with encode(tmp_path / "a.wav", "wav").open("rb") as handle:
         answer = client.audio.transcriptions.create(model="whisper-1", file=handle)
@@ -131,6 +136,7 @@ def test_client_timeout_shorter_than_the_wait(make_api, store, tmp_path):
 
 
 def _all_done(store) -> bool:
+    """Whether there are records and all are done."""
     with store.db.transaction() as conn:
         return conn.execute("SELECT bool_and(stage = 'done') AS done FROM records").fetchone()["done"]
 
