@@ -7,10 +7,11 @@ from domain.stages import Step
 
 
 def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], *, language: str = "en",
-                title: str = "", windows: int = 1) -> int:
+                title: str = "", windows: int = 1, audio: bytes = b"not really audio") -> int:
     """A record of the owner's, done, whose text is `segments` (start, end, text), saved in
-    `windows` checkpoints as recognition saves them. The store must have no other claimable record."""
-    record_id = store.accept(owner_id, [b"not really audio"], title=title, source_name="a.bin")
+    `windows` checkpoints as recognition saves them, its original `audio`. The store must have no
+    other claimable record."""
+    record_id = store.accept(owner_id, [audio], title=title, source_name="a.bin")
     end = max((segment[1] for segment in segments), default=1.0)
     claim = store.claim(Step.CONVERT, policy())
     assert claim.record_id == record_id

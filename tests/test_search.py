@@ -160,3 +160,25 @@ def test_operators_get_no_content_search(store, world):
     for address in ("/admin/api/search", "/admin/search", "/admin/api/records/search"):
         answer = app.get(address, params={"q": "pipeline"}, headers=auth)
         assert answer.status_code in (404, 405) and "pipeline" not in answer.text
+
+
+def test_search_from_the_command_line(store, env):
+    """Issue 18 §CLI: `transcriber search --owner NAME "query"` prints `id  hh:mm:ss  snippet`
+    lines of that owner's hits only; a query that is no query exits 2 with a message."""
+    import subprocess
+    import sys
+
+    store.add_owner("alice"), store.add_owner("bob")
+    record = done_record(store, store.owner_by_name("alice")["id"], TALK)
+    done_record(store, store.owner_by_name("bob")["id"], [(0.0, 3.0, "bob's own pipeline")])
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "transcriber.cli", "search", *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    printed = run("--owner", "alice", "pipel")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.splitlines() == [f"{record}  00:01:23  The conversion [pipeline] stalled twice on Tuesday night."]
+    refused = run("--owner", "alice", "!!!")
+    assert refused.returncode == 2 and "at least one word" in refused.stderr
+    assert run("--owner", "nobody", "x").returncode == 2
