@@ -7,11 +7,11 @@
 -- "конвейер" finds "конвейера" in a Russian record and "running" finds "run" in an English one);
 -- the last word typed, if any, is also a prefix. Snippets (ts_headline
 -- re-parses the text) are made for the page only.
-WITH parsed AS (
+WITH parsed AS MATERIALIZED (
     SELECT c.config, websearch_to_tsquery(c.config, search_normal(%(text)s)) AS plain,
            numnode(websearch_to_tsquery(c.config, search_normal(%(prefix)s))) > 0 AS last_word_kept
     FROM unnest(search_configs()) AS c(config)
-), asked AS (
+), asked AS MATERIALIZED (
     -- the last operand of the parsed query is the last word's lexeme (unless that word is a stop
     -- word): it becomes a prefix, stemmed and as typed
     SELECT config,
