@@ -57,20 +57,25 @@ def vocabulary(rng: random.Random, size: int) -> list[str]:
     return list(found)
 
 
-def fill(db: Database, blob_id: int, owners: int, segments: int, rng: random.Random) -> float:
-    """The archive: owners, their done records, the records' search rows. Returns seconds."""
+def fill(db: Database, blob_id: int, owners: int, segments: int, heavy: int) -> float:
+    """The archive: owners (o1, o2, …, and one called heavy), their done records, the records'
+    search rows. Returns seconds."""
     began = time.perf_counter()
-    per_owner = max(1, segments // owners // SEGMENTS_PER_RECORD)
     with db.connection() as conn:
         conn.execute(query("bench_search_owners"), {"count": owners})
-        conn.execute(query("bench_search_records"), {"blob_id": blob_id, "per_owner": per_owner, "language": "en"})
-        last = owners * per_owner + 1  # record 1 is the hour's
-        for first in range(2, last + 1, FILL_BATCH_RECORDS):
-            conn.execute(query("bench_search_fill"), {"first": first, "last": first + FILL_BATCH_RECORDS,
-                                                      "per_record": SEGMENTS_PER_RECORD, "seconds": SEGMENT_SECONDS,
-                                                      "syllables": SYLLABLES, "words": VOCABULARY})
-            print(f"  filled records {first}-{min(last, first + FILL_BATCH_RECORDS - 1)} of {last}",
-                  file=sys.stderr, flush=True)
+        conn.execute(query("create_owner"), {"name": "heavy", "token_hash": "bench-heavy"})
+        first = 2  # record 1 is the hour's
+        for prefix, per_owner in (("o", max(1, segments // owners // SEGMENTS_PER_RECORD)),
+                                  ("heavy", heavy // SEGMENTS_PER_RECORD)):
+            last = conn.execute(query("bench_search_records"), {"blob_id": blob_id, "per_owner": per_owner,
+                                                                 "language": "en", "prefix": prefix}).fetchone()["last"]
+            for start in range(first, (last or 0) + 1, FILL_BATCH_RECORDS):
+                conn.execute(query("bench_search_fill"), {
+                    "first": start, "last": start + FILL_BATCH_RECORDS, "per_record": SEGMENTS_PER_RECORD,
+                    "seconds": SEGMENT_SECONDS, "syllables": SYLLABLES, "words": VOCABULARY})
+                print(f"  filled records {start}-{min(last, start + FILL_BATCH_RECORDS - 1)} of {last}",
+                      file=sys.stderr, flush=True)
+            first = (last or first - 1) + 1
         conn.execute(query("bench_search_analyze"))
     return time.perf_counter() - began
 
@@ -84,10 +89,13 @@ def hour_record(store: Store) -> tuple[int, int]:
     return record_id, store.original_audio(record_id, owner_id)["blob_id"]
 
 
-def queries(store: Store, db: Database, count: int, rng: random.Random) -> dict[str, list[tuple[int, str]]]:
-    """`count` (owner id, query text) of each kind, drawn from sampled segments."""
+def queries(db: Database, count: int, rng: random.Random, owner_id: int | None = None,
+            percent: float = 1.0) -> dict[str, list[tuple[int, str]]]:
+    """`count` (owner id, query text) of each kind, drawn from sampled segments (of one owner's,
+    or any)."""
     with db.connection() as conn:
-        samples = conn.execute(query("bench_search_samples"), {"percent": 1.0, "count": count}).fetchall()
+        samples = conn.execute(query("bench_search_samples"),
+                               {"percent": percent, "count": count, "owner_id": owner_id}).fetchall()
     made: dict[str, list[tuple[int, str]]] = {kind: [] for kind in KINDS}
     for sample in samples:
         owner, words = sample["owner_id"], sample["body"].split()
@@ -152,6 +160,7 @@ def main() -> None:
     parser.add_argument("--segments", type=int, default=1_000_000)
     parser.add_argument("--owners", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=200, help="of each kind")
+    parser.add_argument("--heavy", type=int, default=100_000, help="segments of one more owner (0: none)")
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
     args = parser.parse_args()
@@ -161,11 +170,15 @@ def main() -> None:
         db.migrate()
         store = Store(db)
         record_id, blob_id = hour_record(store)
-        filled = fill(db, blob_id, args.owners, args.segments, rng)
+        filled = fill(db, blob_id, args.owners, args.segments, args.heavy)
         size = db.one(query("bench_search_size"))
-        made = queries(store, db, args.queries, rng)
+        made = queries(db, args.queries, rng)
         timed_queries(store, {kind: pairs[:10] for kind, pairs in made.items()})  # warm the cache
         rows = timed_queries(store, made)
+        if args.heavy:
+            heavy = store.owner_by_name("heavy")["id"]
+            rows += [[f"{kind}, heavy owner", *row[1:]]
+                     for kind, row in zip(KINDS, timed_queries(store, queries(db, args.queries // 4, rng, heavy, 10.0)))]
         hour = index_an_hour(db, store, record_id, rng)
     hours = size["audio_seconds"] / 3600
     print(f"{size['segments']} segments, {hours:.0f} audio hours, {args.owners} owners; filled in {filled:.0f} s")
@@ -174,7 +187,7 @@ def main() -> None:
            write=not args.no_write)
     mib = 1024 * 1024
     print(f"size per audio hour: {size['total_bytes'] / hours / 1024:.0f} kB in all "
-          f"(rows {size['heap_bytes'] / hours / 1024:.0f} kB, GIN {size['gin_bytes'] / hours / 1024:.0f} kB, "
+          f"(rows with their tsvectors {size['heap_bytes'] / hours / 1024:.0f} kB, "
           f"owner {size['owner_bytes'] / hours / 1024:.1f} kB, key {size['pkey_bytes'] / hours / 1024:.1f} kB); "
           f"{size['total_bytes'] / mib:.0f} MiB in all")
     print(f"an hour of transcript ({hour['segments']} segments): checkpoints {hour['checkpoints_s']:.2f} s, "

@@ -14,8 +14,9 @@ def test_search_bench_smoke_run(env):
     """Issue 18 §Speed: 2,000 segments for 4 owners; every kind of query runs and finds segments
     (a pseudo-word may be a stop word, so not every query finds its own), and the size per audio
     hour and the indexing of an hour are reported."""
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "search.py"), "--segments", "2000", "--owners", "4",
-                           "--queries", "5", "--no-write"], env=env, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, str(ROOT / "bench" / "search.py"), "--segments", "2000", "--owners", "4",
+               "--queries", "8", "--heavy", "500", "--no-write"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     for kind in ("one word", "two words", "phrase", "prefix"):

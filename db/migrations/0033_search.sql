@@ -43,9 +43,10 @@ CREATE TABLE search_rows (
     words          tsvector GENERATED ALWAYS AS (to_tsvector(config, search_normal(body))) STORED,
     PRIMARY KEY (record_id, n)
 );
--- An owner's rows are found by the GIN index on words (a rare word) or by owner (a common one);
--- the planner combines them.
-CREATE INDEX search_rows_words ON search_rows USING gin (words);
+-- A search reads one owner's rows by this index and tests each row's stored tsvector (no text is
+-- parsed again). No GIN index over words: the words of one owner are a thousandth of the
+-- archive, and a GIN scan reads a common word's (or a short prefix's) entries for every owner;
+-- measured, it was slower at every percentile and cost indexing time (BENCHMARKS.md, Search).
 CREATE INDEX search_rows_owner ON search_rows (owner_id);
 
 -- The records done before this migration.

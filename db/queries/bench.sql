@@ -49,11 +49,16 @@ INSERT INTO owners (name, token_hash)
 SELECT 'o' || n, md5('bench' || n) FROM generate_series(1, %(count)s) AS n;
 
 -- name: bench_search_records
--- `per_owner` done records for each owner, in the given language, sharing one audio blob.
-INSERT INTO records (owner_id, original_blob_id, stage, stage_entered_at, language, title)
-SELECT o.id, %(blob_id)s, 'done', now(), %(language)s, 'Meeting ' || n
-FROM owners o, generate_series(1, %(per_owner)s) AS n
-WHERE o.name LIKE 'o%%';
+-- `per_owner` done records for each owner whose name starts with `prefix`, in the given
+-- language, sharing one audio blob; the last id.
+WITH made AS (
+    INSERT INTO records (owner_id, original_blob_id, stage, stage_entered_at, language, title)
+    SELECT o.id, %(blob_id)s, 'done', now(), %(language)s, 'Meeting ' || n
+    FROM owners o, generate_series(1, %(per_owner)s) AS n
+    WHERE starts_with(o.name, %(prefix)s)
+    RETURNING id
+)
+SELECT max(id) AS last FROM made;
 
 -- name: bench_search_fill
 -- `per_record` search rows for each record whose id is in [first, last): segments of `seconds`
@@ -75,11 +80,12 @@ ANALYZE search_rows;
 
 -- name: bench_search_samples
 -- Segments to draw the benchmark's queries from: their owner and text.
-SELECT owner_id, body FROM search_rows TABLESAMPLE BERNOULLI (%(percent)s) WHERE n > 0 LIMIT %(count)s;
+SELECT owner_id, body FROM search_rows TABLESAMPLE BERNOULLI (%(percent)s)
+WHERE n > 0 AND (%(owner_id)s::bigint IS NULL OR owner_id = %(owner_id)s) LIMIT %(count)s;
 
 -- name: bench_search_size
 SELECT pg_total_relation_size('search_rows') AS total_bytes, pg_relation_size('search_rows') AS heap_bytes,
-       pg_relation_size('search_rows_words') AS gin_bytes, pg_relation_size('search_rows_owner') AS owner_bytes,
+       pg_relation_size('search_rows_owner') AS owner_bytes,
        pg_relation_size('search_rows_pkey') AS pkey_bytes,
        (SELECT sum(end_seconds - start_seconds) FROM search_rows) AS audio_seconds,
        (SELECT count(*) FROM search_rows WHERE n > 0) AS segments;
