@@ -177,8 +177,8 @@ def main() -> None:
         rows = timed_queries(store, made)
         if args.heavy:
             heavy = store.owner_by_name("heavy")["id"]
-            rows += [[f"{kind}, heavy owner", *row[1:]]
-                     for kind, row in zip(KINDS, timed_queries(store, queries(db, args.queries // 4, rng, heavy, 10.0)))]
+            heavy_rows = timed_queries(store, queries(db, args.queries // 4, rng, heavy, 10.0))
+            rows += [[f"{kind}, heavy owner", *row[1:]] for kind, row in zip(KINDS, heavy_rows)]
         hour = index_an_hour(db, store, record_id, rng)
     hours = size["audio_seconds"] / 3600
     print(f"{size['segments']} segments, {hours:.0f} audio hours, {args.owners} owners; filled in {filled:.0f} s")

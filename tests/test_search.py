@@ -178,7 +178,8 @@ def test_search_from_the_command_line(store, env):
 
     printed = run("--owner", "alice", "pipel")
     assert printed.returncode == 0, printed.stderr
-    assert printed.stdout.splitlines() == [f"{record}  00:01:23  The conversion [pipeline] stalled twice on Tuesday night."]
+    line = f"{record}  00:01:23  The conversion [pipeline] stalled twice on Tuesday night."
+    assert printed.stdout.splitlines() == [line]
     refused = run("--owner", "alice", "!!!")
     assert refused.returncode == 2 and "at least one word" in refused.stderr
     assert run("--owner", "nobody", "x").returncode == 2
