@@ -2,7 +2,7 @@
 
 It is composed of one part per concern, each a thin layer over named queries: the pipeline's
 claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), owner
-and operator accounts (`db.accounts`), audio blobs (`db.blobs`) and the read side (`db.reads`).
+and operator accounts (`db.accounts`), audio blobs (`db.blobs`), the read side (`db.reads`) and the owner's search (`db.search`).
 No part builds SQL from user input.
 """
 from __future__ import annotations
@@ -13,9 +13,10 @@ from db.database import Database
 from db.pipeline import Pipeline
 from db.reads import Reads
 from db.records import Records
+from db.search import Search
 from db.uploads import UploadKeys
 
 
-class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads):
+class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads, Search):
     def __init__(self, db: Database):
         self.db = db

@@ -305,3 +305,42 @@ def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, s
     store.set_owner_disabled("dana", True)  # the page says why it stopped updating
     page.wait_for_selector("#problem:has-text('is disabled')")
     watched.assert_all_local()
+
+
+def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp_path):
+    """Issue 18 §Browser: the owner's search box lists hits grouped by recording, the matched
+    words marked; a hit's time link opens the record's page playing from that second with its
+    segment highlighted; the same in Russian; another owner's words are not found."""
+    from media import encode
+    from searching import done_record
+    from test_search import RUSSIAN, TALK
+
+    api = make_api()
+    dana, erin = api.token("dana"), api.token("erin")
+    audio = encode(tmp_path / "long.wav", "wav", repeat=10).read_bytes()  # about 100 s
+    owner_id = api.store.owner_by_name("dana")["id"]
+    talk = done_record(api.store, owner_id, TALK, title="Weekly", windows=2, audio=audio)
+    russian = done_record(api.store, owner_id, RUSSIAN, language="ru", title="Отчёт")
+    done_record(api.store, api.store.owner_by_name("erin")["id"], [(0.0, 2.0, "erin's pipeline")])
+    watched = Watched(browser, base_of(api))
+
+    page = watched.signed_in(dana)
+    page.fill("#search-q", "pipel")
+    page.click("#search button[type=submit]")
+    link = page.wait_for_selector(f"#hits-{talk} a.hit-time")
+    assert page.locator(".hit-group").count() == 1 and link.inner_text() == "1:23"
+    assert page.inner_text(f"#hits-{talk} mark") == "pipeline"
+    link.click()
+    page.wait_for_url(f"**/view/{talk}#t=83")
+    assert page.wait_for_selector(".segment.hit").get_attribute("data-start") == "83"
+    page.wait_for_function("() => document.getElementById('player').currentTime >= 83")
+
+    russian_page = watched.signed_in(dana, locale="ru-RU")
+    assert russian_page.inner_text("#search button[type=submit]") == "Поиск"
+    russian_page.fill("#search-q", "конвейер")
+    russian_page.click("#search button[type=submit]")
+    assert russian_page.wait_for_selector(f"#hits-{russian} mark").inner_text() == "конвейера"
+    russian_page.fill("#search-q", "erin's")
+    russian_page.click("#search button[type=submit]")
+    assert russian_page.wait_for_selector("#search-none").inner_text() == "Ничего не найдено."
+    watched.assert_all_local()

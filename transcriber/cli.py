@@ -13,7 +13,7 @@ from db import DatabaseUnavailable
 from domain.owners import InvalidOwnerName
 from service import config, logs
 from service.intake import IntakeError
-from transcriber import accounts, operations, records
+from transcriber import accounts, operations, records, search
 from transcriber.console import EXIT_USAGE, UserError
 
 
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="transcriber", description="Self-hosted speech-to-text.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (operations, accounts, records):
+    for commands in (operations, accounts, records, search):
         commands.add_commands(sub)
     return parser
 

@@ -15,7 +15,7 @@ from db import Store
 from service import inputs
 from service.config import Settings
 from service.intake import TooLarge, size_limit_message
-from web import admin, errors, monitoring, openai_compat, pages, records
+from web import admin, errors, monitoring, openai_compat, pages, records, search
 from web.auth import bearer_operator, bearer_owner
 from web.gate import TokenGate
 from web.sessions import SessionAuth, Sessions
@@ -49,6 +49,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     owner = bearer_owner(store)
     app.include_router(monitoring.router(store))
     app.include_router(records.router(store, settings, owner))
+    app.include_router(search.router(store, owner))
     app.include_router(admin.router(store, bearer_operator(store)))
     app.include_router(openai_compat.router(store, settings, owner))
     return app

@@ -42,3 +42,50 @@ SET plan_cache_mode = force_generic_plan;
 
 -- name: bench_explain
 EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement};
+
+-- name: bench_search_owners
+-- `count` owners named o1, o2, … (the search benchmark's; their tokens are never used).
+INSERT INTO owners (name, token_hash)
+SELECT 'o' || n, md5('bench' || n) FROM generate_series(1, %(count)s) AS n;
+
+-- name: bench_search_records
+-- `per_owner` done records for each owner whose name starts with `prefix`, in the given
+-- language, sharing one audio blob; the last id.
+WITH made AS (
+    INSERT INTO records (owner_id, original_blob_id, stage, stage_entered_at, language, title)
+    SELECT o.id, %(blob_id)s, 'done', now(), %(language)s, 'Meeting ' || n
+    FROM owners o, generate_series(1, %(per_owner)s) AS n
+    WHERE starts_with(o.name, %(prefix)s)
+    RETURNING id
+)
+SELECT max(id) AS last FROM made;
+
+-- name: bench_search_fill
+-- `per_record` search rows for each record whose id is in [first, last): segments of `seconds`
+-- each, 10-16 words each, the way save_done writes them (the generated tsvector column
+-- included). A word is the pseudo-word of its rank among `words`, drawn with a skewed
+-- (Zipf-like) frequency: one to three of the `syllables`, the rank's digits in their base.
+INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
+SELECT r.id, g.n, r.owner_id, (g.n - 1) * %(seconds)s, g.n * %(seconds)s, search_config(r.language),
+       (SELECT string_agg(s[1 + k %% b] || CASE WHEN k >= b THEN s[1 + k / b %% b] ELSE '' END
+                          || CASE WHEN k >= b * b THEN s[1 + k / (b * b) %% b] ELSE '' END, ' ')
+        FROM (SELECT %(syllables)s::text[] AS s, cardinality(%(syllables)s::text[]) AS b,
+                     floor(%(words)s * power(random(), 2.5))::int AS k
+              FROM generate_series(1, 10 + (g.n * 7 + r.id) %% 7)) AS drawn)
+FROM records r, generate_series(1, %(per_record)s) AS g(n)
+WHERE r.id >= %(first)s AND r.id < %(last)s AND r.stage = 'done';
+
+-- name: bench_search_analyze
+ANALYZE search_rows;
+
+-- name: bench_search_samples
+-- Segments to draw the benchmark's queries from: their owner and text.
+SELECT owner_id, body FROM search_rows TABLESAMPLE BERNOULLI (%(percent)s)
+WHERE n > 0 AND (%(owner_id)s::bigint IS NULL OR owner_id = %(owner_id)s) LIMIT %(count)s;
+
+-- name: bench_search_size
+SELECT pg_total_relation_size('search_rows') AS total_bytes, pg_relation_size('search_rows') AS heap_bytes,
+       pg_relation_size('search_rows_owner') AS owner_bytes,
+       pg_relation_size('search_rows_pkey') AS pkey_bytes,
+       (SELECT sum(end_seconds - start_seconds) FROM search_rows) AS audio_seconds,
+       (SELECT count(*) FROM search_rows WHERE n > 0) AS segments;

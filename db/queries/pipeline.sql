@@ -66,8 +66,8 @@ SELECT id FROM saved;
 
 -- name: save_done
 -- The save that reaches done: save_result's, and in the same statement the text assembled once
--- from the record's windows (segments in recording order, joined by a space) and the converted
--- audio let go. The blob let go is returned: it is deleted right after, in bounded batches (the
+-- from the record's windows (segments in recording order, joined by a space), its search rows
+-- written, and the converted audio let go. The blob let go is returned: it is deleted right after, in bounded batches (the
 -- orphan sweep finds it if a crash comes in between). `old` is the row as this statement found
 -- it. The owned fields' SET list is filled in by db/queries.py (assignments).
 WITH saved AS (
@@ -89,7 +89,24 @@ WITH saved AS (
         updated_at = now()
     FROM records old
     WHERE r.id = %(id)s AND r.claim_token = %(token)s AND old.id = r.id
-    RETURNING r.id, r.stage, old.converted_blob_id AS released_blob_id
+    RETURNING r.id, r.stage, old.converted_blob_id AS released_blob_id,
+              r.owner_id, r.language, r.title, r.summary, r.topics
+), indexed AS (
+    -- the record becomes searchable by the same statement (search_rows, migration 33): a row for
+    -- its title, summary and topics, and one per segment in the order the text was assembled
+    INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
+    SELECT s.id, 0, s.owner_id, NULL, NULL, search_config(s.language),
+           concat_ws(' ', s.title, s.summary, array_to_string(s.topics, ' '))
+    FROM saved s
+    UNION ALL
+    SELECT s.id, row_number() OVER (ORDER BY w.from_seconds, e.n)::int, s.owner_id,
+           (e.segment->>'start')::float8, (e.segment->>'end')::float8, search_config(s.language),
+           coalesce(e.segment->>'text', '')
+    FROM saved s JOIN record_windows w ON w.record_id = s.id,
+         jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
+    ON CONFLICT (record_id, n) DO UPDATE
+    SET start_seconds = excluded.start_seconds, end_seconds = excluded.end_seconds,
+        config = excluded.config, body = excluded.body
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT id, 'pipeline', 'advanced', stage, jsonb_build_object('claim_token', %(token)s::bigint)

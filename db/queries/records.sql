@@ -15,14 +15,25 @@ WITH accepted AS (
 SELECT id FROM accepted;
 
 -- name: edit_record
--- The owner's edit: title, summary, topics only; a NULL parameter leaves its field alone.
-UPDATE records
-SET title = coalesce(%(title)s, title),
-    summary = coalesce(%(summary)s, summary),
-    topics = coalesce(%(topics)s, topics),
-    updated_at = now()
-WHERE id = %(id)s AND owner_id = %(owner_id)s
-RETURNING id;
+-- The owner's edit: title, summary, topics only; a NULL parameter leaves its field alone. A done
+-- record's search row for them (search_rows, migration 33) follows in the same statement; an
+-- upsert, so that an edit racing the done save still leaves the edited words searchable.
+WITH edited AS (
+    UPDATE records
+    SET title = coalesce(%(title)s, title),
+        summary = coalesce(%(summary)s, summary),
+        topics = coalesce(%(topics)s, topics),
+        updated_at = now()
+    WHERE id = %(id)s AND owner_id = %(owner_id)s
+    RETURNING id, owner_id, stage, language, title, summary, topics
+), indexed AS (
+    INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
+    SELECT id, 0, owner_id, NULL, NULL, search_config(language),
+           concat_ws(' ', title, summary, array_to_string(topics, ' '))
+    FROM edited WHERE stage = 'done'
+    ON CONFLICT (record_id, n) DO UPDATE SET config = excluded.config, body = excluded.body
+)
+SELECT id FROM edited;
 
 -- name: erase_record
 -- Removes the owner's record row (waiting for any step's write in flight on it) and returns

@@ -41,7 +41,7 @@ function recordsView(root) {
     el("label", { for: "file-picker", class: "button" }, t("choose_files")),
     picker, uploads);
   const problem = el("p", { class: "error", id: "problem", role: "alert" });
-  replace(root, zone, el("section", { class: "card" }, el("h1", {}, t("records")), problem, table, pager));
+  replace(root, searchView(), zone, el("section", { class: "card" }, el("h1", {}, t("records")), problem, table, pager));
 
   picker.addEventListener("change", () => { queue([...picker.files]); picker.value = ""; });
   for (const name of ["dragenter", "dragover"]) {
@@ -216,6 +216,7 @@ function recordView(root, id) {
          clock(segment.start)),
       el("span", { class: "text" }, (segment.text || "").trim()))));
     downloads.classList.remove("hidden");
+    playAskedSecond(audio, transcript);  // a search hit's link: play from its second (search.js)
   }
 
   audio.addEventListener("timeupdate", () => {

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Search over a large archive (issue 18): 1,000,000 segments (1,000 audio hours) for 1,000
+owners; p50/p95 of a one-word, a two-word, a phrase and a prefix query for one owner, the index's
+size per audio hour, and what indexing an hour of transcript adds to the save. Prints a table.
+
+    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python bench/search.py [--segments 1000000]
+
+The archive is filled server-side (bench_search_fill: segments of 3.6 s, 10-16 words each from a
+vocabulary of pseudo-words with a Zipf-like frequency, English configuration) straight into the
+search rows the done save writes, then analysed. Queries go through the service's own search
+(`Store.search`: the count and a page of 20 with snippets), each for a random owner, its words
+drawn from a segment of that owner's (so most have hits): a word, two words of one segment, two
+adjacent words in quotes, and the first four letters of a word. Indexing is measured on one more
+record of an audio hour saved by the service's own writes (a claim, a checkpoint per 30 s window,
+the done save) on top of the full archive: the done save runs under EXPLAIN ANALYZE, which times
+its indexing part (the `indexed` CTE and the foreign-key checks of its rows) apart from the rest.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from psycopg import sql  # noqa: E402
+
+from bench.common import percentile, report  # noqa: E402
+from bench.scratch import scratch_database  # noqa: E402
+from bench.storage import window_segments  # noqa: E402
+from conftest import policy  # noqa: E402
+from db import Database, Store  # noqa: E402
+from db.pipeline import _save_statement  # noqa: E402
+from db.queries import compose, query  # noqa: E402
+from domain.stages import Step  # noqa: E402
+from service import logs  # noqa: E402
+from service.search import hits  # noqa: E402
+
+SEGMENT_SECONDS = 3.6         # 1,000,000 segments = 1,000 audio hours
+SEGMENTS_PER_RECORD = 100     # a 6-minute recording
+FILL_BATCH_RECORDS = 500
+KINDS = ("one word", "two words", "phrase", "prefix")
+SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"] + ["ar", "en", "or", "is", "ul"]
+VOCABULARY = 20_000           # distinct words of the archive
+
+
+def vocabulary(rng: random.Random, size: int) -> list[str]:
+    """Pseudo-words of 1-4 syllables, distinct (the hour's record's; the archive's are drawn
+    server-side, bench_search_fill)."""
+    syllables = SYLLABLES
+    found: dict[str, None] = {}
+    while len(found) < size:
+        found["".join(rng.choice(syllables) for _ in range(rng.choice((1, 2, 2, 3, 3, 4))))] = None
+    return list(found)
+
+
+def fill(db: Database, blob_id: int, owners: int, segments: int, heavy: int) -> float:
+    """The archive: owners (o1, o2, …, and one called heavy), their done records, the records'
+    search rows. Returns seconds."""
+    began = time.perf_counter()
+    with db.connection() as conn:
+        conn.execute(query("bench_search_owners"), {"count": owners})
+        conn.execute(query("create_owner"), {"name": "heavy", "token_hash": "bench-heavy"})
+        first = 2  # record 1 is the hour's
+        for prefix, per_owner in (("o", max(1, segments // owners // SEGMENTS_PER_RECORD)),
+                                  ("heavy", heavy // SEGMENTS_PER_RECORD)):
+            last = conn.execute(query("bench_search_records"), {"blob_id": blob_id, "per_owner": per_owner,
+                                                                 "language": "en", "prefix": prefix}).fetchone()["last"]
+            for start in range(first, (last or 0) + 1, FILL_BATCH_RECORDS):
+                conn.execute(query("bench_search_fill"), {
+                    "first": start, "last": start + FILL_BATCH_RECORDS, "per_record": SEGMENTS_PER_RECORD,
+                    "seconds": SEGMENT_SECONDS, "syllables": SYLLABLES, "words": VOCABULARY})
+                print(f"  filled records {start}-{min(last, start + FILL_BATCH_RECORDS - 1)} of {last}",
+                      file=sys.stderr, flush=True)
+            first = (last or first - 1) + 1
+        conn.execute(query("bench_search_analyze"))
+    return time.perf_counter() - began
+
+
+def hour_record(store: Store) -> tuple[int, int]:
+    """The record (id 1) whose saves are measured, accepted first: its id and its audio blob,
+    which the archive's records share (a record needs one; search never reads it)."""
+    store.add_owner("bench")
+    owner_id = store.owner_by_name("bench")["id"]
+    record_id = store.accept(owner_id, [b"bench audio"], source_name="hour.bin", language="en")
+    return record_id, store.original_audio(record_id, owner_id)["blob_id"]
+
+
+def queries(db: Database, count: int, rng: random.Random, owner_id: int | None = None,
+            percent: float = 1.0) -> dict[str, list[tuple[int, str]]]:
+    """`count` (owner id, query text) of each kind, drawn from sampled segments (of one owner's,
+    or any)."""
+    with db.connection() as conn:
+        samples = conn.execute(query("bench_search_samples"),
+                               {"percent": percent, "count": count, "owner_id": owner_id}).fetchall()
+    made: dict[str, list[tuple[int, str]]] = {kind: [] for kind in KINDS}
+    for sample in samples:
+        owner, words = sample["owner_id"], sample["body"].split()
+        at = rng.randrange(len(words) - 1)
+        made["one word"].append((owner, rng.choice(words) + " "))
+        made["two words"].append((owner, " ".join(rng.sample(words, 2)) + " "))
+        made["phrase"].append((owner, f'"{words[at]} {words[at + 1]}"'))
+        made["prefix"].append((owner, rng.choice([w for w in words if len(w) >= 5] or words)[:4]))
+    return made
+
+
+def timed_queries(store: Store, made: dict[str, list[tuple[int, str]]]) -> list[list]:
+    rows = []
+    for kind in KINDS:
+        seconds, found = [], []
+        for owner, text in made[kind]:
+            began = time.perf_counter()
+            _, total = hits(store, owner, text, limit=20)
+            seconds.append(time.perf_counter() - began)
+            found.append(total)
+        rows.append([kind, len(seconds), round(percentile(seconds, 0.5) * 1000, 2),
+                     round(percentile(seconds, 0.95) * 1000, 2), round(max(seconds) * 1000, 2),
+                     round(sum(found) / len(found), 1), sum(1 for f in found if f) / len(found)])
+    return rows
+
+
+def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random) -> dict:
+    """The record of an hour saved by the service's writes, on top of the archive; the done save
+    under EXPLAIN ANALYZE, with its indexing part timed apart."""
+    claim = store.claim(Step.CONVERT, policy())
+    assert claim.record_id == record_id, "the scratch database has another record to work"
+    store.save_result(claim, {"duration_seconds": 3600.0})
+    claim = store.claim(Step.RECOGNIZE, policy())
+    words = vocabulary(rng, 3000)
+    began, segments = time.perf_counter(), 0
+    for start in range(0, 3600, 30):
+        window = window_segments(rng, words, float(start), 30.0)
+        segments += len(window)
+        assert store.checkpoint(claim, float(start), float(start + 30), window, "en", 600)
+    checkpoints = time.perf_counter() - began
+    statement = compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True)))
+    params = {"f_engine": "bench", "id": record_id, "token": claim.token, "target": Step.RECOGNIZE.target.value}
+    with db.transaction() as conn:
+        began = time.perf_counter()
+        plan = conn.execute(statement, params).fetchone()["QUERY PLAN"][0]
+        wall = time.perf_counter() - began
+    indexing = _cte_ms(plan["Plan"], "CTE indexed") + sum(
+        trigger["Time"] for trigger in plan.get("Triggers", []) if trigger["Relation"] == "search_rows")
+    total = plan["Execution Time"]
+    return {"segments": segments, "checkpoints_s": checkpoints, "done_ms": total, "indexing_ms": indexing,
+            "done_wall_ms": wall * 1000}
+
+
+def _cte_ms(node: dict, name: str) -> float:
+    if node.get("Subplan Name") == name:
+        return node["Actual Total Time"] * node.get("Actual Loops", 1)
+    return sum(_cte_ms(child, name) for child in node.get("Plans", []))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--segments", type=int, default=1_000_000)
+    parser.add_argument("--owners", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=200, help="of each kind")
+    parser.add_argument("--heavy", type=int, default=100_000, help="segments of one more owner (0: none)")
+    parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
+    args = parser.parse_args()
+    logs.configure(level="WARNING")
+    rng = random.Random(args.seed)
+    with scratch_database() as url, Database(url, max_size=2) as db:
+        db.migrate()
+        store = Store(db)
+        record_id, blob_id = hour_record(store)
+        filled = fill(db, blob_id, args.owners, args.segments, args.heavy)
+        size = db.one(query("bench_search_size"))
+        made = queries(db, args.queries, rng)
+        timed_queries(store, {kind: pairs[:10] for kind, pairs in made.items()})  # warm the cache
+        rows = timed_queries(store, made)
+        if args.heavy:
+            heavy = store.owner_by_name("heavy")["id"]
+            heavy_rows = timed_queries(store, queries(db, args.queries // 4, rng, heavy, 10.0))
+            rows += [[f"{kind}, heavy owner", *row[1:]] for kind, row in zip(KINDS, heavy_rows)]
+        hour = index_an_hour(db, store, record_id, rng)
+    hours = size["audio_seconds"] / 3600
+    print(f"{size['segments']} segments, {hours:.0f} audio hours, {args.owners} owners; filled in {filled:.0f} s")
+    report("search", ["query", "runs", "p50 ms", "p95 ms", "max ms", "hits (mean)", "with hits"], rows,
+           extra={"segments": size["segments"], "owners": args.owners, "size": size, "hour": hour},
+           write=not args.no_write)
+    mib = 1024 * 1024
+    print(f"size per audio hour: {size['total_bytes'] / hours / 1024:.0f} kB in all "
+          f"(rows with their tsvectors {size['heap_bytes'] / hours / 1024:.0f} kB, "
+          f"owner {size['owner_bytes'] / hours / 1024:.1f} kB, key {size['pkey_bytes'] / hours / 1024:.1f} kB); "
+          f"{size['total_bytes'] / mib:.0f} MiB in all")
+    print(f"an hour of transcript ({hour['segments']} segments): checkpoints {hour['checkpoints_s']:.2f} s, "
+          f"done save {hour['done_ms']:.0f} ms of which indexing {hour['indexing_ms']:.0f} ms; indexing adds "
+          f"{100 * hour['indexing_ms'] / (hour['done_ms'] - hour['indexing_ms']):.0f} % to the done save, "
+          f"{100 * hour['indexing_ms'] / (hour['checkpoints_s'] * 1000 + hour['done_ms'] - hour['indexing_ms']):.1f} % "
+          f"to all the saves of the hour")
+
+
+if __name__ == "__main__":
+    main()

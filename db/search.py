@@ -1,0 +1,28 @@
+"""The owner's search over the archive (issue 18); the statement is in `queries/search.sql`."""
+from __future__ import annotations
+
+from datetime import date
+
+from db.database import Database
+from db.queries import query
+
+
+class Search:
+    """Full-text search; a part of `db.store.Store`."""
+
+    db: Database
+
+    def search(self, owner_id: int, text: str, prefix: str | None, *, limit: int, offset: int,
+               stage: str | None = None, topic: str | None = None, since: date | None = None,
+               until: date | None = None) -> tuple[list[dict], int]:
+        """One page of the owner's hits, best first, and how many hits there are in all.
+        `text` goes to websearch_to_tsquery; `prefix` is the last word typed (see
+        domain.search); `since`/`until` bound the record's creation date (both included)."""
+        params = {"owner_id": owner_id, "text": text, "prefix": prefix, "limit": limit, "offset": offset,
+                  "stage": stage, "topic": topic, "since": since, "until": until}
+        with self.db.connection() as conn:
+            # planned for its parameters each time (never a prepared, generic plan): which way to
+            # find the owner's rows depends on them, and the generic plan is several times slower
+            rows = conn.execute(query("search_page"), params, prepare=False).fetchall()
+        total = rows[0]["total"] if rows else 0
+        return [row for row in rows if row["record_id"] is not None], total

@@ -1,0 +1,28 @@
+"""The owner's search, as the HTTP API and the command line both run it (issue 18): the text
+checked and shaped by `domain.search`, the hits read by the store, each hit shaped for a reader
+(its record's id, title and card address, its time, the snippet with its words marked)."""
+from __future__ import annotations
+
+from datetime import date
+
+from db import Store
+from domain.card import links
+from domain.search import QueryProblem, parse
+
+__all__ = ["QueryProblem", "hits"]
+
+
+def hits(store: Store, owner_id: int, raw: str, *, limit: int, offset: int = 0, stage: str | None = None,
+         topic: str | None = None, since: date | None = None, until: date | None = None) -> tuple[list[dict], int]:
+    """One page of the owner's hits for the text `raw`, best first, and how many there are.
+    QueryProblem (with a message for the person who typed it) when the text is not a query."""
+    asked = parse(raw)
+    rows, total = store.search(owner_id, asked.text, asked.prefix, limit=limit, offset=offset, stage=stage,
+                               topic=topic, since=since, until=until)
+    return [_hit(row) for row in rows], total
+
+
+def _hit(row: dict) -> dict:
+    return {"record": {"id": row["record_id"], "title": row["title"], "card": links(row["record_id"])["self"]},
+            "start": row["start_seconds"], "end": row["end_seconds"], "snippet": row["snippet"],
+            "rank": round(float(row["rank"]), 6)}

@@ -1,0 +1,27 @@
+"""Done records with texts of a test's choosing, saved by the pipeline's own statements (a
+checkpoint per window, then the done save), for the search tests and the search benchmark."""
+from __future__ import annotations
+
+from conftest import policy
+from domain.stages import Step
+
+
+def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], *, language: str = "en",
+                title: str = "", windows: int = 1, audio: bytes = b"not really audio") -> int:
+    """A record of the owner's, done, whose text is `segments` (start, end, text), saved in
+    `windows` checkpoints as recognition saves them, its original `audio`. The store must have no
+    other claimable record."""
+    record_id = store.accept(owner_id, [audio], title=title, source_name="a.bin")
+    end = max((segment[1] for segment in segments), default=1.0)
+    claim = store.claim(Step.CONVERT, policy())
+    assert claim.record_id == record_id
+    assert store.save_result(claim, {"duration_seconds": end})
+    claim = store.claim(Step.RECOGNIZE, policy())
+    shaped = [{"start": s, "end": e, "text": t, "words": []} for s, e, t in segments]
+    size = max(1, -(-len(shaped) // windows))
+    edges = [0.0] + [shaped[i + size]["start"] for i in range(0, len(shaped) - size, size)] + [end]
+    for index, (start, stop) in enumerate(zip(edges, edges[1:])):
+        part = shaped[index * size:(index + 1) * size]
+        assert store.checkpoint(claim, start, stop, part, language, 60)
+    assert store.save_result(claim, {"engine": "test"})
+    return record_id

@@ -1,0 +1,185 @@
+"""Full-text search over the owner's archive (issue 18): real PostgreSQL, texts saved by the
+pipeline's own statements (checkpoints, then the done save), searched through the API in-process."""
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+from fastapi.testclient import TestClient
+
+from conftest import settings
+from searching import done_record
+from web.app import create_app
+
+TALK = [
+    (0.0, 5.0, "Good morning and welcome to the weekly meeting."),
+    (5.0, 12.0, "Today we look at the storage budget and the release date."),
+    (83.0, 88.5, "The conversion pipeline stalled twice on Tuesday night."),
+    (88.5, 95.0, "Nobody lost a recording, the checkpoints held."),
+]
+RUSSIAN = [
+    (0.0, 4.0, "Доброе утро, начнём с отчёта."),
+    (4.0, 9.0, "Работа конвейера остановилась ночью во вторник."),
+    (9.0, 15.0, "Новогодняя ёлка стоит в холле."),
+]
+
+
+@pytest.fixture
+def world(store):
+    app = TestClient(create_app(store, settings()), raise_server_exceptions=False)
+    alice, bob = store.add_owner("alice"), store.add_owner("bob")
+    ids = {"alice": store.owner_by_name("alice")["id"], "bob": store.owner_by_name("bob")["id"]}
+
+    def search(token, q, **params):
+        return app.get("/search", params={"q": q, **params}, headers={"Authorization": f"Bearer {token}"})
+
+    return app, search, alice, bob, ids
+
+
+def found(answer) -> list[tuple[int, float | None]]:
+    assert answer.status_code == 200, answer.text
+    return [(item["record"]["id"], item["start"]) for item in answer.json()["items"]]
+
+
+def test_a_word_is_found_at_the_second_it_was_said(store, world):
+    """Issue 18 §Index, §API: a word said at 00:01:23 is found with its segment's start and end,
+    its record's id, title and card, and a snippet that marks it; its last word typed is a prefix
+    (`pipel`), words in quotes are a phrase, other words need not be adjacent."""
+    app, search, alice, _, ids = world
+    record = done_record(store, ids["alice"], TALK, title="Weekly", windows=2)
+    answer = search(alice, "pipeline")
+    assert found(answer) == [(record, 83.0)]
+    item = answer.json()["items"][0]
+    assert item["end"] == 88.5 and item["record"] == {"id": record, "title": "Weekly", "card": f"/records/{record}"}
+    assert "<mark>pipeline</mark>" in item["snippet"] and item["rank"] > 0 and answer.json()["total"] == 1
+    assert found(search(alice, "pipel")) == [(record, 83.0)]            # the last word typed: a prefix
+    assert found(search(alice, "stalled pipelines ")) == [(record, 83.0)]   # stemmed, not adjacent
+    assert found(search(alice, '"pipeline stalled"')) == [(record, 83.0)]
+    assert found(search(alice, '"stalled pipeline"')) == []              # a phrase keeps its order
+    assert found(search(alice, "pipeline -tuesday")) == []
+    assert {start for _, start in found(search(alice, "recording or budget"))} == {5.0, 88.5}
+
+
+def test_russian_inflections_and_yo(store, world):
+    """Issue 18 §Index: a Russian record is indexed with the russian configuration ("конвейер"
+    finds "конвейера"); ё and е match both ways; a Cyrillic prefix works."""
+    _, search, alice, _, ids = world
+    record = done_record(store, ids["alice"], RUSSIAN, language="ru")
+    assert found(search(alice, "конвейер ")) == [(record, 4.0)]
+    assert found(search(alice, "елка ")) == [(record, 9.0)]
+    assert found(search(alice, "отчет ")) == [(record, 0.0)]
+    assert found(search(alice, "ёлки")) == [(record, 9.0)]
+    assert found(search(alice, "новогод")) == [(record, 9.0)]
+    assert found(search(alice, "конвейер", limit=1)) == [(record, 4.0)]
+
+
+def test_title_summary_topics_follow_the_owners_edit(store, world):
+    """Issue 18 §Index: the title, summary and topics are searchable and follow the owner's edit
+    (the old title is no longer found); such a hit has no time."""
+    app, search, alice, _, ids = world
+    record = done_record(store, ids["alice"], TALK, title="Quarterly review")
+    assert found(search(alice, "quarterly ")) == [(record, None)]
+    answer = app.patch(f"/records/{record}", json={"title": "Budget talk", "summary": "Storage planning",
+                                                   "topics": ["infrastructure"]},
+                       headers={"Authorization": f"Bearer {alice}"})
+    assert answer.status_code == 200
+    assert found(search(alice, "quarterly ")) == []
+    assert found(search(alice, "infrastructure ")) == [(record, None)]
+    assert found(search(alice, "planning ")) == [(record, None)]
+
+
+def test_deleted_and_other_owners_records_are_never_found(store, world):
+    """Issue 18 §API: another owner's words never appear, not even in the count; a deleted
+    record's words are gone with it."""
+    app, search, alice, bob, ids = world
+    kept = done_record(store, ids["alice"], TALK)
+    gone = done_record(store, ids["alice"], [(0.0, 3.0, "the pipeline again")])
+    done_record(store, ids["bob"], [(0.0, 3.0, "bob's pipeline secret")])
+    assert found(search(bob, "secret")) and not found(search(alice, "secret"))
+    assert search(alice, "secret").json()["total"] == 0
+    assert {record for record, _ in found(search(alice, "pipeline"))} == {kept, gone}
+    assert app.delete(f"/records/{gone}", headers={"Authorization": f"Bearer {alice}"}).status_code == 204
+    answer = search(alice, "pipeline")
+    assert found(answer) == [(kept, 83.0)] and answer.json()["total"] == 1
+    assert store.db.one("SELECT count(*) AS n FROM search_rows WHERE record_id = %s", (gone,))["n"] == 0
+
+
+def test_pages_and_filters(store, world):
+    """Issue 18 §API: limit/offset pages with `next`, and the stage, topic and from/to filters."""
+    app, search, alice, _, ids = world
+    first = done_record(store, ids["alice"], [(0.0, 2.0, "alpha one"), (2.0, 4.0, "alpha two")])
+    second = done_record(store, ids["alice"], [(0.0, 2.0, "alpha three")])
+    app.patch(f"/records/{second}", json={"topics": ["greek"]}, headers={"Authorization": f"Bearer {alice}"})
+    page = search(alice, "alpha ", limit=2).json()
+    assert page["total"] == 3 and len(page["items"]) == 2 and "offset=2" in page["next"]
+    rest = app.get(page["next"], headers={"Authorization": f"Bearer {alice}"}).json()
+    assert len(rest["items"]) == 1 and rest["next"] is None
+    assert {r for r, _ in found(search(alice, "alpha ", topic="greek"))} == {second}
+    assert {r for r, _ in found(search(alice, "alpha ", stage="done"))} == {first, second}
+    assert found(search(alice, "alpha ", stage="created")) == []
+    assert found(search(alice, "alpha ", to="2000-01-01")) == []
+    assert len(found(search(alice, "alpha ", **{"from": "2000-01-01"}))) == 3
+    assert search(alice, "alpha", stage="nonsense").status_code == 422
+
+
+HOSTILE = [
+    "", " ", "!!!", "&", "|", "!", "<->", "a & b | !c", "(", ")", "((((a", "a))))", '"', '"""', '"unclosed phrase',
+    "pipeline:*", "pipel:*A", "'quoted'", "a\x00b", "\x00", "or", "-", "-pipeline", "pipeline or", "or or or",
+    "a" * 10_000, "word " * 500, "\\", "%", "_", "' OR 1=1 --", "'; DROP TABLE records; --", "\ud800",
+    "😀 pipeline", "<mark>", "$1", "%(owner_id)s", "{}", "pipeline\u200b", "ЁЁЁ", "a:1", "a <-> b", "a <2> b",
+    "\t\n\r", "p" * 2000, "x" * 999,
+]
+
+
+def test_hostile_queries_never_get_a_500(store, world):
+    """Issue 18 §API, §Tests: any query text from a table of 47 kinds (operators, quotes,
+    unbalanced parentheses, NUL, lone surrogates, 10,000 characters, SQL) answers 200 with hits or
+    422 with a message, never a 500."""
+    app, _, alice, _, ids = world
+    done_record(store, ids["alice"], TALK)
+    wrong = []
+    for q in HOSTILE:
+        address = "/search?q=" + quote(q, safe="", errors="surrogatepass")
+        answer = app.get(address, headers={"Authorization": f"Bearer {alice}"})
+        body = answer.json()
+        if answer.status_code == 200 and "items" in body or answer.status_code == 422 and body.get("message"):
+            continue
+        wrong.append((q[:40], answer.status_code, answer.text[:200]))
+    assert not wrong
+    assert len(HOSTILE) >= 20
+
+
+def test_operators_get_no_content_search(store, world):
+    """Issue 18 §Operators: the panel has no search of content, and an operator's token is
+    refused by the owner's search."""
+    app, _, _, _, ids = world
+    done_record(store, ids["alice"], TALK)
+    operator = store.add_operator("root")
+    auth = {"Authorization": f"Bearer {operator}"}
+    assert app.get("/search", params={"q": "pipeline"}, headers=auth).status_code == 401
+    for address in ("/admin/api/search", "/admin/search", "/admin/api/records/search"):
+        answer = app.get(address, params={"q": "pipeline"}, headers=auth)
+        assert answer.status_code in (404, 405) and "pipeline" not in answer.text
+
+
+def test_search_from_the_command_line(store, env):
+    """Issue 18 §CLI: `transcriber search --owner NAME "query"` prints `id  hh:mm:ss  snippet`
+    lines of that owner's hits only; a query that is no query exits 2 with a message."""
+    import subprocess
+    import sys
+
+    store.add_owner("alice"), store.add_owner("bob")
+    record = done_record(store, store.owner_by_name("alice")["id"], TALK)
+    done_record(store, store.owner_by_name("bob")["id"], [(0.0, 3.0, "bob's own pipeline")])
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "transcriber.cli", "search", *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    printed = run("--owner", "alice", "pipel")
+    assert printed.returncode == 0, printed.stderr
+    line = f"{record}  00:01:23  The conversion [pipeline] stalled twice on Tuesday night."
+    assert printed.stdout.splitlines() == [line]
+    refused = run("--owner", "alice", "!!!")
+    assert refused.returncode == 2 and "at least one word" in refused.stderr
+    assert run("--owner", "nobody", "x").returncode == 2

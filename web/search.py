@@ -1,0 +1,58 @@
+"""The owner's full-text search over HTTP (issue 18): `GET /search`. The owner's own words only;
+the operator's panel has no such address (operators never see transcript text)."""
+
+from datetime import date
+from typing import Annotated, Callable
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Query
+
+from db import Store
+from domain.search import MAX_QUERY_CHARS
+from domain.stages import Stage
+from service import inputs
+from service.search import QueryProblem, hits
+from web.errors import ApiError
+
+MAX_PAGE = 100
+
+
+def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
+    routes = APIRouter(tags=["search"])
+    Owner = Annotated[dict, Depends(owner)]
+
+    @routes.get("/search")
+    def search(who: Owner,
+               q: str = Query(description="words; \"quotes\" make a phrase, `or` and `-word` work, the last "
+                                          "word typed matches as a prefix"),
+               limit: int = Query(default=20, ge=1, le=MAX_PAGE),
+               offset: int = Query(default=0, ge=0, le=100_000),
+               stage: Stage | None = None,
+               topic: str | None = Query(default=None, max_length=inputs.MAX_TOPIC),
+               from_: date | None = Query(default=None, alias="from", description="created on or after (YYYY-MM-DD)"),
+               to: date | None = Query(default=None, description="created on or before (YYYY-MM-DD)")):
+        """The caller's segments (and titles, summaries, topics) that match `q`, best first; each
+        hit names its record, its time and a snippet with the matched words in `<mark>`."""
+        if len(q) > MAX_QUERY_CHARS:
+            raise ApiError(422, "query_too_long", f"a query has at most {MAX_QUERY_CHARS} characters")
+        if topic is not None and inputs.text_problem(topic):
+            raise ApiError(422, "bad_topic", f"topic {inputs.text_problem(topic)}")
+        try:
+            items, total = hits(store, who["id"], q, limit=limit, offset=offset,
+                                stage=stage.value if stage else None, topic=topic, since=from_, until=to)
+        except QueryProblem as problem:
+            raise ApiError(422, "bad_query", str(problem)) from None
+        following = offset + len(items)
+        next_page = None
+        if following < total:
+            next_page = page_address("/search", q=q, limit=limit, offset=following, stage=stage and stage.value,
+                                      topic=topic, **{"from": from_, "to": to})
+        return {"items": items, "total": total, "next": next_page}
+
+    return routes
+
+
+def page_address(path: str, **params) -> str:
+    """`path` with the parameters that are set, encoded as a query string."""
+    shown = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in params.items() if v is not None}
+    return f"{path}?{urlencode(shown)}"
