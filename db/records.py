@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from loguru import logger
+
 from db.blobs import discard_blob, finish_blob, write_chunks
 from db.database import Database
 from db.pipeline import record_log
 from db.queries import query
+from db.quotas import QuotaExceeded, hold_quota
 
 
 class Records:
@@ -17,24 +20,36 @@ class Records:
     db: Database
 
     def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
-               media_type: str = "application/octet-stream", language: str | None = None) -> int:
+               media_type: str = "application/octet-stream", language: str | None = None,
+               declared_seconds: float | None = None, expected_bytes: int | None = None) -> int:
         """Store the original audio and create its record at stage created.
 
         The audio goes in committed chunks like any blob (no transaction as long as the upload,
         however large the limit allows); one short transaction then marks it complete and
         inserts the record. Anything that fails on the way takes the partial audio away again
-        (the sweep does, if even that fails): nothing is accepted, nothing stays."""
+        (the sweep does, if even that fails): nothing is accepted, nothing stays.
+
+        The owner's quota (`declared_seconds`: the length the file declares) is weighed before
+        anything is stored when `expected_bytes` is given, and always in that last transaction
+        with the owner's intake locked: an upload over a limit raises QuotaExceeded."""
+        if expected_bytes is not None:
+            self.check_quota(owner_id, declared_seconds, expected_bytes)
         blob_id, chunks = write_chunks(self.db, pieces, media_type)  # ValueError when empty
         try:
             with self.db.transaction() as conn:
                 size = finish_blob(conn, blob_id, chunks)
                 if size is None:
                     raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
+                hold_quota(conn, owner_id, declared_seconds, size)
                 record_id = conn.execute(
                     query("accept_record"),
                     {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                     "size_bytes": size, "language": language},
+                     "size_bytes": size, "language": language, "intake_seconds": declared_seconds},
                 ).fetchone()["id"]
+        except QuotaExceeded as refused:
+            discard_blob(self.db, blob_id, complete=False)
+            logger.info("an upload of owner {} refused: {} quota", owner_id, refused.over.kind)
+            raise
         except BaseException:
             discard_blob(self.db, blob_id, complete=False)
             raise

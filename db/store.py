@@ -2,8 +2,8 @@
 
 It is composed of one part per concern, each a thin layer over named queries: the pipeline's
 claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), owner
-and operator accounts (`db.accounts`), audio blobs (`db.blobs`) and the read side (`db.reads`).
-No part builds SQL from user input.
+and operator accounts (`db.accounts`), audio blobs (`db.blobs`), the read side (`db.reads`),
+and quotas and audio retention (`db.quotas`). No part builds SQL from user input.
 """
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from db.accounts import Accounts
 from db.blobs import Blobs
 from db.database import Database
 from db.pipeline import Pipeline
+from db.quotas import Quotas
 from db.reads import Reads
 from db.records import Records
 
 
-class Store(Pipeline, Records, Accounts, Blobs, Reads):
+class Store(Pipeline, Records, Accounts, Blobs, Reads, Quotas):
     def __init__(self, db: Database):
         self.db = db

@@ -7,6 +7,7 @@ from typing import Iterator
 
 from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
+from db.quotas import QuotaExceeded
 from service import inputs
 from service.config import Settings
 
@@ -18,6 +19,7 @@ class IntakeError(Exception):
 
     status = 400
     code = "bad_input"
+    details: dict = {}  # fields a JSON answer adds beside the message
 
 
 class EmptyFile(IntakeError):
@@ -43,6 +45,13 @@ class AudioTooLong(IntakeError):
 class UnsupportedAudio(IntakeError):
     status = 415
     code = "unsupported_audio"
+
+
+class OverQuota(IntakeError):
+    """The upload would pass a limit of its owner's quota (`transcriber owner quota`)."""
+
+    status = 413
+    code = "quota_exceeded"
 
 
 class UnknownOwner(IntakeError):
@@ -106,14 +115,20 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     if size > settings.max_upload_bytes:
         raise TooLarge(f"{size_limit_message(settings)}: {name}")
     try:
-        probe(path, max_seconds=settings.max_audio_seconds)
+        declared = probe(path, max_seconds=settings.max_audio_seconds)
     except TooLong as error:
         raise AudioTooLong(f"audio too long: {name}: {error}") from None
     except UnsupportedStream as error:
         raise UnsupportedAudio(f"unsupported audio: {name}: {error}") from None
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
-    return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name, language=language)
+    try:
+        return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
+                            language=language, declared_seconds=declared, expected_bytes=size)
+    except QuotaExceeded as error:
+        refused = OverQuota(f"{error}: {name}")
+        refused.details = error.over.details()
+        raise refused from None
 
 
 def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",

@@ -149,7 +149,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
                                                  language=language)
         except IntakeError as error:
             raise ApiError(error.status, error.code, str(error), param="language" if error.code == "bad_language"
-                           else "file") from None
+                           else "file", **error.details) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds

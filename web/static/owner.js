@@ -197,6 +197,14 @@ function recordView(root, id) {
     const fact = (label, value) => [el("dt", {}, label), el("dd", {}, value)];
     replace(facts, fact(t("duration"), clock(card.duration_seconds)), fact(t("added"), when(card.created_at)),
       card.language ? fact(t("language_of_audio"), card.language) : null);
+    if (card.audio === "expired" && !audio.classList.contains("hidden")) {
+      // retention deleted the original: say so instead of a player that cannot play
+      audio.removeAttribute("src");
+      audio.classList.add("hidden");
+      noAudio.id = "audio-expired";
+      replace(noAudio, t("audio_expired"));
+      noAudio.classList.remove("hidden");
+    }
     if (!filled) {
       title.value = card.title || ""; summary.value = card.summary || ""; topics.value = (card.topics || []).join(", ");
       filled = true;
