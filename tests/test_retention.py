@@ -127,3 +127,26 @@ def test_retention_setting_and_schedule(env):
     assert without.get_job("expire_audio") is None
     _add_tick(with_retention := BackgroundScheduler(), 1.0, 30 * DAY)
     assert with_retention.get_job("expire_audio").trigger.interval.total_seconds() == 3600
+
+
+def test_the_retention_pass_finds_due_records_by_its_index(store, owner, db):
+    """Issue 16 §2: in an archive where most done records lost their original long ago (5,000
+    records, statistics gathered), the pass's batch reads the retention index (done records still
+    holding their original, oldest first), not a sequential scan of records."""
+    from test_storage import explain
+
+    with db.connection() as conn:
+        conn.execute("""
+            WITH b AS (INSERT INTO blobs (media_type, completed_at) SELECT 'x', now() FROM generate_series(1, 600)
+                       RETURNING id)
+            INSERT INTO records (owner_id, original_blob_id, stage, created_at, audio_expired_at)
+            SELECT %(owner)s, CASE WHEN n <= 600 THEN (SELECT min(id) FROM b) + n - 1 END,
+                   CASE WHEN n <= 100 THEN 'created' ELSE 'done' END,
+                   now() - make_interval(days => 5000 - n), CASE WHEN n > 600 THEN now() END
+            FROM generate_series(1, 5000) AS n""", {"owner": owner["id"]})
+        conn.execute("ANALYZE records")
+    nodes = explain(db, "expire_audio", {"retention_seconds": 30 * DAY, "retention_days": 30, "batch": 500})
+    scans = {(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes if "Relation Name" in n}
+    assert not [s for s in scans if s[0] == "Seq Scan" and s[1] == "records"], scans
+    assert "records_audio_retention" in {n.get("Index Name") for n in nodes}, nodes
+    assert store.expire_audio(30 * DAY).expired == 500
