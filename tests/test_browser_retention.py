@@ -1,6 +1,6 @@
-"""The owner's page with retention and quotas (issue 16 §2), in a real Chromium: the list shows
-what the owner uses of its quota, and a record whose original retention deleted says so where
-the player was."""
+"""The pages with retention and quotas (issue 16 §2), in a real Chromium: the owner's list shows
+what the owner uses of its quota, a record whose original retention deleted says so where the
+player was, and the panel shows each owner's audio hours, stored bytes and quota."""
 from __future__ import annotations
 
 import pytest
@@ -14,7 +14,8 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this ma
 
 def test_page_shows_usage_and_expired_audio(make_api, browser, store, db):  # noqa: F811
     """Issue 16 §2: the list shows the owner's audio hours, stored MB and quota; a done record
-    whose original expired shows the retention line instead of a player, its text still there."""
+    whose original expired shows the retention line instead of a player; /admin lists the owner
+    with its hours, stored bytes and quota."""
     api = make_api()
     token = api.token("erin")
     erin = store.owner_by_name("erin")
@@ -34,4 +35,8 @@ def test_page_shows_usage_and_expired_audio(make_api, browser, store, db):  # no
     gone = page.wait_for_selector("#audio-expired", timeout=WAIT_MS)
     assert "deleted by the service's retention" in gone.inner_text()
     assert page.eval_on_selector("#player", "player => player.classList.contains('hidden')")
+
+    panel = watched.signed_in(store.add_operator("olga"), "/admin")
+    row = panel.wait_for_selector("#owner-usage tr[data-owner=erin]")
+    assert row.inner_text().split("\t") == ["erin", "2", "1.00", "0.0 MB", "– / 5 MB"], row.inner_text()
     watched.assert_all_local()
