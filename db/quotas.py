@@ -58,7 +58,7 @@ def hold_quota(conn: psycopg.Connection, owner_id: int, adding_seconds: float | 
     row = conn.execute(query("hold_owner_quota"), {"owner_id": owner_id}).fetchone()
     if row is None or (row["quota_seconds"] is None and row["quota_bytes"] is None):
         return
-    used = conn.execute(query("owner_usage"), {"owner_id": owner_id}).fetchone()
+    used = conn.execute(query("owner_usage"), {"owner_id": owner_id, "always": False}).fetchone()
     _judge(row, used, adding_seconds, adding_bytes)
 
 
@@ -81,12 +81,12 @@ class Quotas:
     def owner_usage(self, owner_id: int) -> dict | None:
         """The owner's limits and use: quota_seconds, quota_bytes, audio_seconds, stored_bytes."""
         with self.db.connection() as conn:
-            return conn.execute(query("owner_usage"), {"owner_id": owner_id}).fetchone()
+            return conn.execute(query("owner_usage"), {"owner_id": owner_id, "always": True}).fetchone()
 
     def check_quota(self, owner_id: int, adding_seconds: float | None, adding_bytes: int) -> None:
         """The early weighing, before anything is stored (QuotaExceeded); not a guarantee."""
         with self.db.connection() as conn:
-            used = conn.execute(query("owner_usage"), {"owner_id": owner_id}).fetchone()
+            used = conn.execute(query("owner_usage"), {"owner_id": owner_id, "always": False}).fetchone()
         _judge(used, used, adding_seconds, adding_bytes)
 
     def stored_bytes(self) -> dict:

@@ -16,8 +16,10 @@ MB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Usage:
-    audio_seconds: float
-    stored_bytes: int
+    """What an owner uses; a figure may be None where its limit is not set (it was not summed)."""
+
+    audio_seconds: float | None
+    stored_bytes: int | None
 
 
 @dataclass(frozen=True)
