@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psycopg
 from loguru import logger
 
-from db.blobs import discard_blob
+from db.blobs import CHUNK_BYTES, DELETE_BATCH_CHUNKS, discard_blob
 from db.database import Database
 from db.pipeline import record_log
 from db.queries import query
@@ -108,12 +108,39 @@ class Quotas:
                 found = conn.execute(query("expire_audio"), {
                     "retention_seconds": retention_seconds, "retention_days": retention_seconds / 86400,
                     "batch": batch}).fetchone()
-            for record_id, blob_id in zip(found["records"], found["blobs"]):
+            for record_id in found["records"]:
                 record_log(record_id, "done", "audio_expired").info(
                     "record {}: original audio expired (retention)", record_id)
-                discard_blob(self.db, blob_id)
+            self._drop_expired(found["blobs"], found["sizes"])
             expired += len(found["records"])
             if found["looked_at"] < batch:
                 return ExpiryPass(expired, False)
             if deadline is not None and time.monotonic() >= deadline:
                 return ExpiryPass(expired, True)
+
+    def _drop_expired(self, blob_ids: list[int], sizes: list[int]) -> None:
+        """Delete expired originals: small ones together, up to a batch of chunks per transaction
+        (one commit for many: a commit each is what deleting them one by one costs most), a
+        larger one on its own in bounded batches. What fails is left to the orphan sweep."""
+        group: list[int] = []
+        room = DELETE_BATCH_CHUNKS
+        for blob_id, size in zip(blob_ids, sizes):
+            chunks = max(1, -(-(size or 0) // CHUNK_BYTES))
+            if chunks > DELETE_BATCH_CHUNKS:
+                discard_blob(self.db, blob_id)
+                continue
+            if chunks > room:
+                self._drop_group(group)
+                group, room = [], DELETE_BATCH_CHUNKS
+            group.append(blob_id)
+            room -= chunks
+        self._drop_group(group)
+
+    def _drop_group(self, blob_ids: list[int]) -> None:
+        if not blob_ids:
+            return
+        try:
+            with self.db.transaction() as conn:
+                conn.execute(query("drop_expired_blobs"), {"blob_ids": blob_ids})
+        except Exception as error:  # the sweep takes them later
+            logger.warning("{} expired audio blob(s) left to the sweep: {}", len(blob_ids), type(error).__name__)

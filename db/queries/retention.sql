@@ -18,7 +18,8 @@ WITH due AS (
     UPDATE records r SET original_blob_id = NULL, audio_expired_at = now()
     FROM due
     WHERE r.id = due.id AND r.stage = 'done' AND r.original_blob_id = due.original_blob_id
-    RETURNING r.id, due.original_blob_id AS blob_id
+    RETURNING r.id, due.original_blob_id AS blob_id,
+              (SELECT b.size_bytes FROM blobs b WHERE b.id = due.original_blob_id) AS size_bytes
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT id, 'pipeline', 'audio_expired', 'done',
@@ -27,4 +28,15 @@ WITH due AS (
 )
 SELECT (SELECT count(*) FROM due) AS looked_at,
        ARRAY(SELECT id FROM expired ORDER BY id) AS records,
-       ARRAY(SELECT blob_id FROM expired ORDER BY id) AS blobs;
+       ARRAY(SELECT blob_id FROM expired ORDER BY id) AS blobs,
+       ARRAY(SELECT size_bytes FROM expired ORDER BY id) AS sizes;
+
+-- name: drop_expired_blobs
+-- Small expired originals deleted together, chunks and all (ON DELETE CASCADE), in one short
+-- transaction: the caller groups them so that a group holds no more chunks than one batch of a
+-- blob deleted alone. Only complete blobs no record points at (as drop_blob asks).
+DELETE FROM blobs b
+WHERE b.id = ANY(%(blob_ids)s) AND b.completed_at IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM records r WHERE r.original_blob_id = b.id)
+  AND NOT EXISTS (SELECT 1 FROM records r WHERE r.converted_blob_id = b.id)
+RETURNING b.id;
