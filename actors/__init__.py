@@ -1,6 +1,6 @@
 """The dramatiq entry module: `dramatiq actors` starts workers for the configured broker.
 
-One claim actor per step, and the sweep. A message is only a wake-up ("try to claim for this
+One claim actor per step, the sweep, and the retention of original audio. A message is only a wake-up ("try to claim for this
 step"): it carries no state. The actor claims, runs the step and saves under the token; with no
 work it returns quietly (P1). dramatiq's own retries are off: the database counts attempts (P4).
 
@@ -47,7 +47,7 @@ def use(settings: config.Settings, store: Store | None = None) -> None:
     dropped instead of piling up."""
     context.use(settings, store)
     max_age_ms = int(max(settings.tick_seconds * 10, 30) * 1000)
-    for actor in (*ACTORS.values(), sweep):
+    for actor in (*ACTORS.values(), sweep, expire_audio):
         actor.options["max_age"] = max_age_ms
 
 
@@ -97,6 +97,23 @@ def sweep(after_id: int = 0) -> None:
             logger.info("swept {} idempotency key(s) older than a day", keys)
     if swept.resume_after:
         sweep.send(swept.resume_after)
+
+
+@dramatiq.actor(actor_name="expire_audio", queue_name=QUEUE, max_retries=0, time_limit=_SWEEP_TIME_LIMIT_MS)
+def expire_audio() -> None:
+    """Retention (issue 16 §2): delete the original audio of done records older than
+    TRANSCRIBER_AUDIO_RETENTION_DAYS (this worker's setting; unset: nothing is deleted), in
+    bounded, fenced batches; the record, its card and its text stay, the journal says
+    `audio_expired`. A run works SWEEP_RUN_SECONDS at most and sends itself on if due records
+    are left."""
+    retention = context.settings().audio_retention_seconds
+    if retention is None:
+        return
+    done = context.store().expire_audio(retention, budget_seconds=SWEEP_RUN_SECONDS)
+    if done.expired:
+        logger.info("retention: the original audio of {} record(s) expired", done.expired)
+    if done.more:
+        expire_audio.send()
 
 
 ACTORS = {Step.CONVERT: convert, Step.RECOGNIZE: recognize}

@@ -1,4 +1,5 @@
-"""The tick: APScheduler sends one "try to claim" per step every TRANSCRIBER_TICK_SECONDS.
+"""The tick: APScheduler sends one "try to claim" per step every TRANSCRIBER_TICK_SECONDS, the
+orphan sweep every hour and, with TRANSCRIBER_AUDIO_RETENTION_DAYS set, the retention pass.
 
 Run it as its own process (`transcriber scheduler`) or inside a single-process runner, never in
 every worker: one tick source is enough, and the database arbitrates whatever arrives.
@@ -47,25 +48,35 @@ class BrokerWatch:
         return True
 
 
-def _add_tick(scheduler, tick_seconds: float) -> BrokerWatch:
+def retention_interval(retention_seconds: float) -> float:
+    """How often the retention pass runs: a quarter of the retention (audio outlives it by at
+    most that), between a second and the orphan sweep's hour."""
+    return min(SWEEP_SECONDS, max(retention_seconds / 4, 1.0))
+
+
+def _add_tick(scheduler, tick_seconds: float, retention_seconds: float | None) -> BrokerWatch:
     watch = BrokerWatch()
     scheduler.add_job(watch.send, "interval", args=[actors.tick], seconds=tick_seconds, id="tick",
                       coalesce=True, max_instances=1, misfire_grace_time=None)
     scheduler.add_job(watch.send, "interval", args=[actors.sweep.send], seconds=SWEEP_SECONDS, id="sweep",
                       coalesce=True, max_instances=1, misfire_grace_time=None)
+    if retention_seconds is not None:
+        scheduler.add_job(watch.send, "interval", args=[actors.expire_audio.send],
+                          seconds=retention_interval(retention_seconds), id="expire_audio",
+                          coalesce=True, max_instances=1, misfire_grace_time=None)
     return watch
 
 
-def start_background(tick_seconds: float) -> BackgroundScheduler:
+def start_background(tick_seconds: float, retention_seconds: float | None = None) -> BackgroundScheduler:
     """A ticking scheduler on a background thread; call `shutdown()` to stop it."""
     scheduler = BackgroundScheduler(daemon=True)
-    watch = _add_tick(scheduler, tick_seconds)
+    watch = _add_tick(scheduler, tick_seconds, retention_seconds)
     scheduler.start()
     watch.send(actors.tick)  # the first wake-up at once, not one tick from now
     return scheduler
 
 
-def run_forever(tick_seconds: float) -> None:
+def run_forever(tick_seconds: float, retention_seconds: float | None = None) -> None:
     """Tick until SIGTERM or SIGINT, then stop cleanly.
 
     The signal handler only notes the signal; the main thread notices it within a fraction of a
@@ -81,7 +92,7 @@ def run_forever(tick_seconds: float) -> None:
     signal.signal(signal.SIGTERM, note)
     signal.signal(signal.SIGINT, note)
     scheduler = BackgroundScheduler()
-    watch = _add_tick(scheduler, tick_seconds)
+    watch = _add_tick(scheduler, tick_seconds, retention_seconds)
     logger.info("scheduler ticking every {:g}s", tick_seconds)
     watch.send(actors.tick)
     scheduler.start()

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from loguru import logger
+
 from db.blobs import discard_blob, finish_blob, write_chunks
 from db.database import Database
 from db.pipeline import record_log
 from db.queries import query
+from db.quotas import QuotaExceeded, hold_quota
 from db.uploads import SameUpload, earlier_record, keep_key
 
 
@@ -18,13 +21,16 @@ class Records:
     db: Database
 
     def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
-               media_type: str = "application/octet-stream", language: str | None = None) -> int:
+               media_type: str = "application/octet-stream", language: str | None = None,
+               declared_seconds: float | None = None, expected_bytes: int | None = None) -> int:
         """Store the original audio and create its record at stage created; its id."""
         return self.accept_once(owner_id, pieces, title=title, source_name=source_name, media_type=media_type,
-                                language=language)[0]
+                                language=language, declared_seconds=declared_seconds,
+                                expected_bytes=expected_bytes)[0]
 
     def accept_once(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
                     media_type: str = "application/octet-stream", language: str | None = None,
+                    declared_seconds: float | None = None, expected_bytes: int | None = None,
                     same: SameUpload | None = None) -> tuple[int, bool]:
         """Store the original audio and create its record at stage created, unless `same` says
         an earlier upload already made it (`db.uploads`): the record's id, and whether it is new.
@@ -33,7 +39,14 @@ class Records:
         however large the limit allows); one short transaction then decides whether the upload
         is a new one, marks the audio complete and inserts the record. Anything that fails on the
         way takes the partial audio away again (the sweep does, if even that fails): nothing is
-        accepted, nothing stays. A repeat's audio is taken away the same way."""
+        accepted, nothing stays. A repeat's audio is taken away the same way.
+
+        The owner's quota (`declared_seconds`: the length the file declares) is weighed before
+        anything is stored when `expected_bytes` is given, and always in that last transaction
+        with the owner's intake locked: a new upload over a limit raises QuotaExceeded (a
+        repeat answered by its earlier record costs nothing)."""
+        if expected_bytes is not None:
+            self.check_quota(owner_id, declared_seconds, expected_bytes)
         blob_id, chunks = write_chunks(self.db, pieces, media_type)  # ValueError when empty
         try:
             with self.db.transaction() as conn:
@@ -42,14 +55,19 @@ class Records:
                     size = finish_blob(conn, blob_id, chunks)
                     if size is None:
                         raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
+                    hold_quota(conn, owner_id, declared_seconds, size)
                     record_id = conn.execute(
                         query("accept_record"),
                         {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                         "size_bytes": size, "language": language,
+                         "size_bytes": size, "language": language, "intake_seconds": declared_seconds,
                          "content_sha256": same and same.sha256},
                     ).fetchone()["id"]
                     if same is not None:
                         keep_key(conn, owner_id, same, record_id)
+        except QuotaExceeded as refused:
+            discard_blob(self.db, blob_id, complete=False)
+            logger.info("an upload of owner {} refused: {} quota", owner_id, refused.over.kind)
+            raise
         except BaseException:
             discard_blob(self.db, blob_id, complete=False)
             raise

@@ -2,8 +2,9 @@
 
 It is composed of one part per concern, each a thin layer over named queries: the pipeline's
 claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), owner
-and operator accounts (`db.accounts`), audio blobs (`db.blobs`), the read side (`db.reads`) and the owner's search (`db.search`).
-No part builds SQL from user input.
+and operator accounts (`db.accounts`), audio blobs (`db.blobs`), the read side (`db.reads`),
+the owner's search (`db.search`), repeated uploads (`db.uploads`), and quotas and audio
+retention (`db.quotas`). No part builds SQL from user input.
 """
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from db.accounts import Accounts
 from db.blobs import Blobs
 from db.database import Database
 from db.pipeline import Pipeline
+from db.quotas import Quotas
 from db.reads import Reads
 from db.records import Records
 from db.search import Search
 from db.uploads import UploadKeys
 
 
-class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads, Search):
+class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads, Search, Quotas):
     def __init__(self, db: Database):
         self.db = db

@@ -52,4 +52,7 @@ def card(row: dict, now: datetime | None = None) -> dict:
         "links": links(record_id),
         # claims of this stage whose lease ran out with nothing written (issue 8 §2)
         "lost_leases": row.get("lost_leases", 0),
+        # the original recording: kept, or deleted by retention (issue 16 §2) and since when
+        "audio": "expired" if row.get("audio_expired_at") is not None else "kept",
+        "audio_expired_at": _iso(row.get("audio_expired_at")),
     }

@@ -63,6 +63,12 @@ class Settings:
     # where a worker process serves its Prometheus metrics (the first free port from here on)
     metrics_port: int | None = None
     queue: str = DEFAULT_QUEUE
+    # how long the original audio of a done record is kept; None: for as long as the record
+    audio_retention_days: float | None = None
+
+    @property
+    def audio_retention_seconds(self) -> float | None:
+        return None if self.audio_retention_days is None else self.audio_retention_days * DAY
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]
@@ -195,7 +201,18 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
                                            maximum=DAY),
         metrics_port=_port(env, "TRANSCRIBER_METRICS_PORT"),
         queue=queue_of(env),
+        audio_retention_days=_retention_days(env),
     )
+
+
+def _retention_days(env: Mapping[str, str]) -> float | None:
+    """TRANSCRIBER_AUDIO_RETENTION_DAYS: a positive number of days, fractions allowed; unset keeps
+    the audio. Zero is refused rather than read as "delete at once" or "keep"."""
+    name = "TRANSCRIBER_AUDIO_RETENTION_DAYS"
+    days = _number(env, name, None, minimum=0, maximum=100 * 365)
+    if days is not None and days <= 0:
+        raise ConfigError(name, f"must be more than 0 days (leave it unset to keep audio), got {env[name].strip()!r}")
+    return days
 
 
 def _port(env: Mapping[str, str], name: str) -> int | None:

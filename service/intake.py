@@ -7,6 +7,7 @@ from typing import Iterator
 
 from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
+from db.quotas import QuotaExceeded
 from db.uploads import SameUpload, UploadKeyReused
 from service import inputs
 from service.config import Settings
@@ -19,6 +20,7 @@ class IntakeError(Exception):
 
     status = 400
     code = "bad_input"
+    details: dict = {}  # fields a JSON answer adds beside the message
 
 
 class EmptyFile(IntakeError):
@@ -49,6 +51,13 @@ class UnsupportedAudio(IntakeError):
 class KeyReused(IntakeError):
     status = 422
     code = "idempotency_key_reused"
+
+
+class OverQuota(IntakeError):
+    """The upload would pass a limit of its owner's quota (`transcriber owner quota`)."""
+
+    status = 413
+    code = "quota_exceeded"
 
 
 class UnknownOwner(IntakeError):
@@ -120,28 +129,35 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         earlier = None if same is None else store.earlier_upload(owner_id, same)
         if earlier is not None:
             return earlier, False
-        _check_audio(settings, path, name)
+        size, declared = _check_audio(settings, path, name)
         return store.accept_once(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
-                                 language=language, same=same)
+                                 language=language, declared_seconds=declared, expected_bytes=size,
+                                 same=same)
     except UploadKeyReused:
         raise KeyReused("this Idempotency-Key was first sent with other bytes; "
                         "a new upload needs a new key") from None
+    except QuotaExceeded as error:
+        refused = OverQuota(f"{error}: {name}")
+        refused.details = error.over.details()
+        raise refused from None
 
 
-def _check_audio(settings: Settings, path: Path, name: str) -> None:
+def _check_audio(settings: Settings, path: Path, name: str) -> tuple[int, float | None]:
+    """The file's size and the length it declares, once it is known to hold audio we take."""
     size = path.stat().st_size
     if size == 0:
         raise EmptyFile(f"the file is empty: {name}")
     if size > settings.max_upload_bytes:
         raise TooLarge(f"{size_limit_message(settings)}: {name}")
     try:
-        probe(path, max_seconds=settings.max_audio_seconds)
+        declared = probe(path, max_seconds=settings.max_audio_seconds)
     except TooLong as error:
         raise AudioTooLong(f"audio too long: {name}: {error}") from None
     except UnsupportedStream as error:
         raise UnsupportedAudio(f"unsupported audio: {name}: {error}") from None
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
+    return size, declared
 
 
 def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",

@@ -1,6 +1,6 @@
 """Prometheus metrics: what this process did (claims, saves, refused writes, step runs and their
 durations, recognition's real-time factor) and, read from the database when scraped, where the
-records stand (per stage, halted by reason, waiting out a pause).
+records stand (per stage, halted by reason, waiting out a pause) and the audio bytes stored.
 
 The API serves both at GET /metrics. A worker process (`dramatiq actors`) serves its own
 counters on TRANSCRIBER_METRICS_PORT when that is set: each process takes the first free port
@@ -77,6 +77,19 @@ class QueueCollector:
             else:
                 halted.add_metric([row["stage"], row["reason"]], row["records"])
         yield from (records, waiting, halted)
+        try:
+            stored = self.store.stored_bytes()
+        except Exception as error:
+            logger.warning("metrics: the stored bytes could not be read ({})", type(error).__name__)
+            return
+        total = GaugeMetricFamily("transcriber_stored_bytes",
+                                  "Audio bytes stored: originals kept, converted audio in work, and what the "
+                                  "sweep has yet to take.")
+        total.add_metric([], stored["stored_bytes"])
+        originals = GaugeMetricFamily("transcriber_stored_original_bytes",
+                                      "Bytes of original audio kept (what owners' storage quotas count).")
+        originals.add_metric([], stored["original_bytes"])
+        yield from (total, originals)
 
 
 def exposition(store: Store | None = None) -> bytes:

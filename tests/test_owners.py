@@ -87,7 +87,9 @@ def test_owner_list_shows_state_and_counts_never_tokens(env, store):
     rows = {row["name"]: row for row in json.loads(as_json.stdout)}
     assert rows["alice"]["state"] == "active" and rows["alice"]["records"] == 2
     assert rows["bob"]["state"] == "disabled" and rows["bob"]["records"] == 1
-    assert set(rows["alice"]) == {"name", "state", "records", "done", "halted", "created_at"}
+    # issue 16 §2: with each owner's audio hours, stored bytes and quota
+    assert set(rows["alice"]) == {"name", "state", "records", "done", "halted", "created_at",
+                                  "audio_hours", "stored_bytes", "quota"}
     lines = listed.stdout.splitlines()
     assert lines[0].split()[:3] == ["name", "state", "records"]
     assert [line.split()[:3] for line in lines[1:]] == [["alice", "active", "2"], ["bob", "disabled", "1"]]

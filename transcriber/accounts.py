@@ -1,8 +1,12 @@
 """`transcriber owner …` and `transcriber operator …`: the accounts the service owner manages."""
 from __future__ import annotations
 
+import argparse
+import math
+
 from db.accounts import DuplicateOperator, DuplicateOwner
 from domain.owners import InvalidOwnerName, check_name, state
+from domain.quotas import HOUR, MB, usage_view
 from service.runtime import open_store
 from transcriber.console import UserError, print_json
 
@@ -48,7 +52,8 @@ def cmd_owner_enable(args, settings) -> int:
 
 def cmd_owner_list(args, settings) -> int:
     rows = [{"name": row["name"], "state": state(row["disabled_at"]), "records": row["records"],
-             "done": row["done"], "halted": row["halted"], "created_at": row["created_at"].isoformat()}
+             "done": row["done"], "halted": row["halted"], "created_at": row["created_at"].isoformat(),
+             **usage_view(row)}
             for row in open_store(settings).owners()]
     if args.json:
         print_json(rows)
@@ -57,11 +62,53 @@ def cmd_owner_list(args, settings) -> int:
         print("no owners yet (create one with: transcriber owner add NAME)")
         return 0
     width = max(4, *(len(row["name"]) for row in rows))
-    print(f"{'name':<{width}} {'state':<8} {'records':>7} {'done':>6} {'halted':>6}  created")
+    print(f"{'name':<{width}} {'state':<8} {'records':>7} {'done':>6} {'halted':>6} {'hours':>8} {'stored MB':>10}  "
+          f"{'quota':<18} created")
     for row in rows:
-        print(f"{row['name']:<{width}} {row['state']:<8} {row['records']:>7} {row['done']:>6} {row['halted']:>6}  "
+        print(f"{row['name']:<{width}} {row['state']:<8} {row['records']:>7} {row['done']:>6} {row['halted']:>6} "
+              f"{row['audio_hours']:>8.2f} {row['stored_bytes'] / MB:>10.2f}  {_limits(row['quota']):<18} "
               f"{row['created_at'][:19]}")
     return 0
+
+
+def _limits(quota: dict) -> str:
+    hours = "-" if quota["hours"] is None else f"{quota['hours']:g} h"
+    storage = "-" if quota["storage_mb"] is None else f"{quota['storage_mb']:g} MB"
+    return "none" if quota["hours"] is None and quota["storage_mb"] is None else f"{hours} / {storage}"
+
+
+def cmd_owner_quota(args, settings) -> int:
+    """Set, clear or show an owner's quota; always print what it is now and what the owner uses."""
+    if args.none and (args.hours is not None or args.storage_mb is not None):
+        raise UserError("--none clears both limits; give it alone, or give --hours/--storage-mb")
+    store = open_store(settings)
+    changes = {}
+    if args.none:
+        changes = {"seconds": None, "size_bytes": None}
+    if args.hours is not None:
+        changes["seconds"] = args.hours * HOUR
+    if args.storage_mb is not None:
+        changes["size_bytes"] = int(args.storage_mb * MB)
+    if changes and not store.set_quota(args.name, **changes):
+        raise _no_owner(args.name)
+    found = store.owner_by_name(args.name)
+    if found is None:
+        raise _no_owner(args.name)
+    use = usage_view(store.owner_usage(found["id"]))
+    print(f"owner {args.name}: quota {_limits(use['quota'])}; uses {use['audio_hours']:.2f} h of audio, "
+          f"{use['stored_bytes'] / MB:.2f} MB stored")
+    return 0
+
+
+def _amount(text: str) -> float:
+    """A limit: a finite number, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or value > 1e9:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1e9, got {text!r}")
+    return value
 
 
 def cmd_operator_add(args, settings) -> int:
@@ -91,7 +138,15 @@ def add_commands(sub) -> None:
         p = owner.add_parser(action, help=text)
         p.add_argument("name")
         p.set_defaults(run=cmd_owner_enable)
-    p = owner.add_parser("list", help="owners with their state and record counts (never tokens)")
+    p = owner.add_parser("quota", help="set (or with --none clear) an owner's limits; without options show them "
+                         "with what the owner uses")
+    p.add_argument("name")
+    p.add_argument("--hours", type=_amount, help="the most hours of audio the owner's records may hold")
+    p.add_argument("--storage-mb", type=_amount, help="the most MB of original audio kept for the owner")
+    p.add_argument("--none", action="store_true", help="no limits at all")
+    p.set_defaults(run=cmd_owner_quota)
+    p = owner.add_parser("list", help="owners with their state, record counts, audio hours, stored bytes and "
+                         "quota (never tokens)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_owner_list)
 

@@ -20,7 +20,7 @@ class LocalPipeline:
         actors.use(settings, store)
         self.worker = dramatiq.Worker(actors.broker, worker_threads=threads, worker_timeout=100)
         self.worker.start()
-        self.scheduler = start_background(settings.tick_seconds)
+        self.scheduler = start_background(settings.tick_seconds, settings.audio_retention_seconds)
 
     def stop(self) -> None:
         """Stop ticking; running steps give their claims back at their next beat (INV-1)."""

@@ -65,7 +65,7 @@ def cmd_scheduler(args, settings) -> int:
 
     connect(actors.broker, settings.broker_url)
     logs.configure(level="INFO", json_path=settings.log_json)
-    run_forever(settings.tick_seconds)
+    run_forever(settings.tick_seconds, settings.audio_retention_seconds)
     return 0
 
 

@@ -1,7 +1,8 @@
 """The service owner's panel, as JSON under /admin/api (the pages at /admin call these): the
-figures of `transcriber status`, halted records, a record's journal, and Resume through the
-same domain action as `transcriber resume`. Owners' names and record metadata only — never a
-transcript, a segment or audio."""
+figures of `transcriber status`, owners with their audio hours and stored bytes against their
+quotas, halted records, a record's journal, and Resume through the same domain action as
+`transcriber resume`. Owners' names and record metadata only — never a transcript, a segment or
+audio."""
 
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Depends, Query
 
 from db import Store
 from domain.card import card
+from domain.quotas import usage_view
 from domain.resume import NotHalted, UnknownRecord, resume
 from service.inputs import MAX_OFFSET
 from web.errors import NOT_FOUND, ApiError
@@ -72,6 +74,13 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
         following = offset + len(rows)
         return {"items": items, "total": total, "limit": limit, "offset": offset,
                 "next": f"{PREFIX}/halted?limit={limit}&offset={following}" if following < total else None}
+
+    @routes.get("/owners")
+    def owners(who: Operator):
+        """Every owner: state, record counts, audio hours and stored bytes against its quota."""
+        return {"items": [{"name": row["name"], "disabled": row["disabled_at"] is not None,
+                           "records": row["records"], "done": row["done"], "halted": row["halted"],
+                           **usage_view(row)} for row in store.owners()]}
 
     @routes.get("/records/{raw_id}")
     def record(raw_id: str, who: Operator):

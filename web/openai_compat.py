@@ -154,7 +154,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
                                                     language=language, key=key, attach_in_flight=key is None)
         except IntakeError as error:
             param = {"bad_language": "language", KeyReused.code: None}.get(error.code, "file")
-            raise ApiError(error.status, error.code, str(error), param=param) from None
+            raise ApiError(error.status, error.code, str(error), param=param, **error.details) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds

@@ -16,6 +16,7 @@ from audio.formats import FORMATS, MEDIA_TYPES, render
 from audio.sniff import GENERIC, media_type
 from db import Store
 from domain.card import card, links
+from domain.quotas import usage_view
 from service import inputs
 from service.config import Settings
 from service.intake import IntakeError
@@ -50,7 +51,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             record, new = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language,
                                         key=key)
         except IntakeError as error:
-            raise ApiError(error.status, error.code, str(error)) from None
+            raise ApiError(error.status, error.code, str(error), **error.details) from None
         addresses = links(record)
         headers = {"Location": addresses["self"]} if new else {"Location": addresses["self"],
                                                                "Idempotent-Replayed": "true"}
@@ -60,11 +61,13 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     @routes.get("/records")
     def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),
                      offset: int = Query(default=0, ge=0, le=inputs.MAX_OFFSET)):
-        """The caller's records, newest first."""
+        """The caller's records, newest first, and what the caller uses of its quota (audio
+        hours, stored bytes, the limits)."""
         rows, total = store.list_card_rows(who["id"], limit, offset)
         following = offset + len(rows)
         return {"items": [card(row) for row in rows], "total": total, "limit": limit, "offset": offset,
-                "next": f"/records?limit={limit}&offset={following}" if following < total else None}
+                "next": f"/records?limit={limit}&offset={following}" if following < total else None,
+                "usage": usage_view(store.owner_usage(who["id"]))}
 
     @routes.get("/records/{raw_id}")
     def get_card(raw_id: str, request: Request):
@@ -103,6 +106,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     @routes.get("/records/{raw_id}/audio", response_class=Response,
                 responses={200: {"content": {"audio/*": {}}, "description": "the original recording"},
                            206: {"description": "the byte range asked for"},
+                           410: {"description": "the audio was deleted by retention (audio_expired)"},
                            416: {"description": "a range past the end of the file"}})
     def audio(raw_id: str, who: Owner, request: Request):
         """The original recording as uploaded, with its media type; `Range: bytes=…` answers 206
@@ -110,6 +114,10 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         found = store.original_audio(record_id(raw_id), who["id"])
         if found is None:
             raise ApiError(404, *NOT_FOUND)
+        if found["blob_id"] is None:
+            raise ApiError(410, "audio_expired", "the original audio was deleted by the service's retention "
+                           "(TRANSCRIBER_AUDIO_RETENTION_DAYS); the record and its text stay",
+                           expired_at=found["audio_expired_at"].isoformat())
         size = found["size_bytes"]
         stored = found["media_type"]
         kind = stored if stored != GENERIC else media_type(bytes(found["head"] or b""), found["source_name"])

@@ -31,12 +31,16 @@ WHERE o.id = before.id
 RETURNING o.id, before.disabled_at IS NOT NULL AS was_disabled;
 
 -- name: list_owners
--- Names, state and record counts; never a token or its hash.
-SELECT o.name, o.created_at, o.disabled_at,
+-- Names, state, record counts, and use against the quotas (migration 20: hours of the records,
+-- measured once converted and declared until then; bytes of the originals kept); never a token
+-- or its hash.
+SELECT o.name, o.created_at, o.disabled_at, o.quota_seconds, o.quota_bytes,
        count(r.id) AS records,
        count(r.id) FILTER (WHERE r.stage = 'done') AS done,
-       count(r.id) FILTER (WHERE r.halted_at IS NOT NULL) AS halted
-FROM owners o LEFT JOIN records r ON r.owner_id = o.id
+       count(r.id) FILTER (WHERE r.halted_at IS NOT NULL) AS halted,
+       coalesce(sum(coalesce(r.duration_seconds, r.intake_seconds)), 0)::float8 AS audio_seconds,
+       coalesce(sum(b.size_bytes), 0)::bigint AS stored_bytes
+FROM owners o LEFT JOIN records r ON r.owner_id = o.id LEFT JOIN blobs b ON b.id = r.original_blob_id
 GROUP BY o.id
 ORDER BY o.name;
 

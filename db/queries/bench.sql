@@ -89,3 +89,20 @@ SELECT pg_total_relation_size('search_rows') AS total_bytes, pg_relation_size('s
        pg_relation_size('search_rows_pkey') AS pkey_bytes,
        (SELECT sum(end_seconds - start_seconds) FROM search_rows) AS audio_seconds,
        (SELECT count(*) FROM search_rows WHERE n > 0) AS segments;
+
+-- name: bench_fill_archive
+-- `count` done records of one owner, created `age_days` ago, each with an original of its own
+-- (one chunk of `chunk_bytes` zero bytes), in one statement (bench/retention.py).
+WITH b AS (
+    INSERT INTO blobs (media_type, completed_at, size_bytes)
+    SELECT 'audio/ogg', now(), %(chunk_bytes)s FROM generate_series(1, %(count)s)
+    RETURNING id
+), c AS (
+    INSERT INTO blob_chunks (blob_id, seq, data)
+    SELECT id, 0, decode(repeat('00', %(chunk_bytes)s), 'hex') FROM b
+)
+INSERT INTO records (owner_id, original_blob_id, stage, created_at, transcript, duration_seconds)
+SELECT %(owner_id)s, id, 'done', now() - make_interval(days => %(age_days)s), 'text', 60 FROM b;
+
+-- name: bench_vacuum_analyze
+VACUUM ANALYZE;

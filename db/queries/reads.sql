@@ -43,11 +43,13 @@ WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id
 
 -- name: original_audio
 -- The owner's original recording: its blob, size, stored media type and the uploaded name.
--- `head` is the first bytes of the file, enough to tell its container by.
+-- `head` is the first bytes of the file, enough to tell its container by. A record whose
+-- original retention deleted has no blob and says when it went (audio_expired_at).
 SELECT r.original_blob_id AS blob_id, b.size_bytes, b.media_type, r.source_name, b.created_at,
+       r.audio_expired_at,
        (SELECT substring(c.data FROM 1 FOR 16) FROM blob_chunks c
         WHERE c.blob_id = b.id AND c.seq = 0) AS head
-FROM records r JOIN blobs b ON b.id = r.original_blob_id
+FROM records r LEFT JOIN blobs b ON b.id = r.original_blob_id
 WHERE r.id = %(id)s AND r.owner_id = %(owner_id)s;
 
 -- name: events

@@ -1,7 +1,9 @@
-// The service owner's panel: figures, halted records with Resume, and a record's journal.
+// The service owner's panel: figures, owners' use of their quotas, halted records with Resume,
+// and a record's journal.
 // It shows owners' names and record metadata only; the panel API gives it nothing else.
 "use strict";
 const PANEL_POLL_MS = 2000;
+const OWNERS_POLL_MS = 30000;
 
 function recordLabel(item) {
   return "#" + item.id + " " + (item.title || item.source_name || "");
@@ -34,22 +36,43 @@ function figuresOf(status) {
         el("td", {}, row.oldest_eligible_seconds ? clock(row.oldest_eligible_seconds) : "–")))))];
 }
 
+function ownersOf(owners) {
+  const limit = (value, unit) => (value === null ? "–" : value + " " + unit);
+  return el("table", { id: "owner-usage" },
+    el("thead", {}, el("tr", {}, [t("col_owner"), t("col_records"), t("col_hours"), t("col_stored"),
+                                  t("col_quota")].map((h) => el("th", {}, h)))),
+    el("tbody", {}, owners.map((o) => el("tr", { "data-owner": o.name },
+      el("td", {}, o.name), el("td", {}, String(o.records)), el("td", {}, o.audio_hours.toFixed(2)),
+      el("td", {}, (o.stored_bytes / 1048576).toFixed(1) + " MB"),
+      el("td", {}, limit(o.quota.hours, "h") + " / " + limit(o.quota.storage_mb, "MB"))))));
+}
+
 function panelView(root) {
   const figures = el("div", { id: "figures" });
+  const owners = el("div", { id: "owners" });
   const halted = el("div", { id: "halted" });
   const problem = el("p", { class: "error", role: "alert" });
   replace(root, problem,
     el("section", { class: "card" }, el("h1", {}, t("figures")), figures),
+    el("section", { class: "card" }, el("h2", {}, t("owners")), owners),
     el("section", { class: "card" }, el("h2", {}, t("halted_records")), halted));
 
+  let ownersAt = 0;
   async function refresh() {
-    const [status, list] = await Promise.all([api("GET", "/admin/api/status"), api("GET", "/admin/api/halted?limit=200")]);
-    if (!status.ok || !list.ok) {
-      replace(problem, t("panel_unavailable", { reason: reasonOf(status.ok ? list : status) }));
+    // owners' use sums every record: read it when the panel opens and every OWNERS_POLL_MS only
+    const ownersDue = Date.now() - ownersAt >= OWNERS_POLL_MS;
+    const [status, list, people] = await Promise.all([api("GET", "/admin/api/status"),
+      api("GET", "/admin/api/halted?limit=200"), ownersDue ? api("GET", "/admin/api/owners") : { ok: true }]);
+    if (!status.ok || !list.ok || !people.ok) {
+      replace(problem, t("panel_unavailable", { reason: reasonOf([status, list, people].find((a) => !a.ok)) }));
       return;
     }
     replace(problem);
     replace(figures, figuresOf(status.data));
+    if (ownersDue) {
+      ownersAt = Date.now();
+      replace(owners, ownersOf(people.data.items));
+    }
     if (!list.data.items.length) {
       replace(halted, el("p", { class: "muted", id: "no-halted" }, t("no_halted")));
       return;

@@ -105,7 +105,7 @@ function recordsView(root) {
     const answer = await api("GET", `/records?limit=${PAGE_SIZE}&offset=${offset}`);
     replace(problem, answer.ok ? null : reasonOf(answer));
     if (!answer.ok) return;
-    const { items, total } = answer.data;
+    const { items, total, usage } = answer.data;
     if (!items.length && offset > 0) { offset = Math.max(0, offset - PAGE_SIZE); return refresh(); }
     if (!items.length) {
       replace(table, el("p", { class: "muted", id: "no-records" }, t("none_yet")));
@@ -128,13 +128,21 @@ function recordsView(root) {
                      onclick: () => { offset = Math.max(0, offset - PAGE_SIZE); refresh(); } }, t("previous")),
       el("span", { class: "muted" }, total ? t("page_of", { from: offset + 1, to: offset + items.length, total }) : ""),
       el("button", { type: "button", id: "older", disabled: offset + items.length >= total,
-                     onclick: () => { offset += PAGE_SIZE; refresh(); } }, t("next")));
+                     onclick: () => { offset += PAGE_SIZE; refresh(); } }, t("next")),
+      el("p", { class: "muted", id: "usage" }, usageOf(usage)));
   }
 
   every(POLL_MS, refresh);
 }
 
 // --- one record ------------------------------------------------------------------------------
+
+// what the owner uses of its quota (issue 16 §2): audio hours and stored MB, with the limits
+function usageOf(usage) {
+  const limit = (value, unit) => (value === null ? "–" : value + " " + unit);
+  return t("usage_line", { hours: usage.audio_hours.toFixed(2), mb: (usage.stored_bytes / 1048576).toFixed(1),
+                           quota: limit(usage.quota.hours, "h") + " / " + limit(usage.quota.storage_mb, "MB") });
+}
 
 function recordView(root, id) {
   const heading = el("h1", { id: "record-title" });
@@ -197,6 +205,14 @@ function recordView(root, id) {
     const fact = (label, value) => [el("dt", {}, label), el("dd", {}, value)];
     replace(facts, fact(t("duration"), clock(card.duration_seconds)), fact(t("added"), when(card.created_at)),
       card.language ? fact(t("language_of_audio"), card.language) : null);
+    if (card.audio === "expired" && !audio.classList.contains("hidden")) {
+      // retention deleted the original: say so instead of a player that cannot play
+      audio.removeAttribute("src");
+      audio.classList.add("hidden");
+      noAudio.id = "audio-expired";
+      replace(noAudio, t("audio_expired"));
+      noAudio.classList.remove("hidden");
+    }
     if (!filled) {
       title.value = card.title || ""; summary.value = card.summary || ""; topics.value = (card.topics || []).join(", ");
       filled = true;
