@@ -47,9 +47,11 @@ def test_upload_over_quota_is_refused_and_nothing_is_stored(make_api, store, db,
     assert body["limit"] == pytest.approx(size * 1.5 / MB, rel=1e-5) and body["used"] == pytest.approx(size / MB)
     assert f"over the limit of {round(int(size * 1.5) / MB, 4):g} MB" in body["message"]
     assert f"{size / MB:.2f} MB used" in body["message"]
-    with audio.open("rb") as handle:
+    # other bytes: the same bytes again would attach to the record still in the pipeline
+    longer = encode(tmp_path / "longer.wav", "wav", repeat=2)
+    with longer.open("rb") as handle:
         compat = api.http.post("/v1/audio/transcriptions", headers=api.auth(token),
-                               files={"file": ("talk.wav", handle)}, data={"model": "whisper-1"})
+                               files={"file": ("longer.wav", handle)}, data={"model": "whisper-1"})
     assert compat.status_code == 413 and compat.json()["error"]["code"] == "quota_exceeded", compat.text
     assert _stored(db) == before
 
