@@ -52,8 +52,9 @@ class StopSteps(Middleware):
 
 
 class ListenForWakeups(Middleware):
-    """Each worker process listens for the database's wake-ups and feeds them to its actors
-    (actors.wakeups); the tick stays the safety net."""
+    """Each worker process keeps a wake-up listener (actors.wakeups); the one whose listener holds
+    the database's forwarder lock feeds the wake-ups to the broker, for every process's actors,
+    and the others stand by to take over (db.wakeups). The tick stays the safety net."""
 
     def __init__(self, wake: Callable[[Step], None]):
         self.wake = wake

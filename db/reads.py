@@ -56,6 +56,9 @@ class Reads:
             return conn.execute(query("status")).fetchall()
 
     def queue_counts(self) -> list[dict]:
-        """Records per stage and halt reason, and how many wait out a pause (for the metrics)."""
-        with self.db.connection() as conn:
+        """Records per stage and halt reason, and how many wait out a pause (for the metrics): the
+        counts the triggers keep, brought up to date first, so a scrape costs what changed since
+        the last one and never a count of all records."""
+        with self.db.transaction() as conn:
+            conn.execute(query("fold_record_counts"))
             return conn.execute(query("queue_counts")).fetchall()

@@ -60,6 +60,8 @@ class Settings:
     # where a worker process serves its Prometheus metrics (the first free port from here on)
     metrics_port: int | None = None
     queue: str = DEFAULT_QUEUE
+    # a browser session unused this long has ended (web.sessions)
+    session_idle_seconds: float = 12 * 3600.0
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]
@@ -192,6 +194,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
                                            maximum=DAY),
         metrics_port=_port(env, "TRANSCRIBER_METRICS_PORT"),
         queue=queue_of(env),
+        session_idle_seconds=_number(env, "TRANSCRIBER_SESSION_IDLE_SECONDS", 12 * 3600.0, minimum=1, maximum=90 * DAY),
     )
 
 

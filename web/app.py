@@ -1,10 +1,12 @@
 """The HTTP service's app, assembled: the error handlers, the middleware (body size limit, browser
 sessions) and the routers. Nothing here decides a request; each router says what its addresses do.
 
-Every address but /healthz and /metrics needs a token (`web.auth`); another owner's record is
+Every address but /healthz needs a token (/metrics an operator's) (`web.auth`); another owner's record is
 answered exactly like a missing one. Errors are JSON `{"error": code, "message": text}`
 (`web.errors`); no stack trace reaches a client, and no request body or transcript reaches the log.
 """
+
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -22,12 +24,22 @@ FORM_ROOM_BYTES = 64 * 1024
 
 
 def create_app(store: Store, settings: Settings) -> FastAPI:
-    app = FastAPIOffline(title="Transcriber", version="0.1.0",
+    sessions = Sessions(store, idle=settings.session_idle_seconds)
+
+    @asynccontextmanager
+    async def sweeping_sessions(_app):
+        """While the app serves, ended browser sessions are swept now and then."""
+        sessions.start_sweeping()
+        try:
+            yield
+        finally:
+            sessions.stop_sweeping()
+
+    app = FastAPIOffline(title="Transcriber", version="0.1.0", lifespan=sweeping_sessions,
                          description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
     errors.add_handlers(app)
 
-    # the owner's page at / and the panel at /admin: a session cookie stands for the token
-    sessions = Sessions()
+    # the owner's page at / and the panel at /admin: a session cookie stands for its account
     app.add_middleware(SessionAuth, sessions=sessions, exempt=pages.FORMS)
     app.mount("/ui", StaticFiles(directory=pages.STATIC), name="ui")
     app.include_router(pages.router(store, sessions))
@@ -38,7 +50,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                        message=size_limit_message(settings), code=TooLarge.code)
 
     owner = bearer_owner(store)
-    app.include_router(monitoring.router(store))
+    app.include_router(monitoring.router(store, bearer_operator(store)))
     app.include_router(records.router(store, settings, owner))
     app.include_router(admin.router(store, bearer_operator(store)))
     app.include_router(openai_compat.router(store, settings, owner))
