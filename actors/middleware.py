@@ -71,7 +71,9 @@ class ListenForWakeups(Middleware):
         except Exception as error:  # the database is away: runs find out; the tick still wakes them
             logger.warning("no wake-up listener in this worker ({}); the tick still runs", type(error).__name__)
             return
-        self.wakeups = Wakeups(url, self.wake).start()
+        # one forwarder per queue of a real broker; on the in-process broker each process forwards its own
+        group = settings.queue if settings.broker_url else None
+        self.wakeups = Wakeups(url, self.wake, group).start()
 
     def before_worker_shutdown(self, broker, worker):
         if self.wakeups is not None:

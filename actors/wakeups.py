@@ -30,8 +30,8 @@ MAX_TIMERS = 10_000
 
 
 class Wakeups:
-    def __init__(self, url: str, send: Callable[[Step], None]):
-        self.listener = Listener(url)
+    def __init__(self, url: str, send: Callable[[Step], None], group: str | None = None):
+        self.listener = Listener(url, group)
         self._send = send
         self._timers: list[tuple[float, str]] = []
         self._stop = threading.Event()

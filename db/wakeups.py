@@ -1,12 +1,14 @@
 """The database's wake-ups: one LISTEN connection that hears, on commit, which stage has a record
 that became claimable (migration 6 sends them from a trigger on records).
 
-Only one process forwards them. Every worker process keeps a listener, but a listener LISTENs only
-while its connection holds the forwarder's advisory lock; the others stand by and try the lock
-about once a second. A wake-up sent to the broker reaches one idle worker of any process, so a
-freed record costs one claim instead of one per process. When the forwarder dies its connection
+Only one process forwards them to a broker queue. Every worker process keeps a listener, but a
+listener of a `group` (the queue's name) LISTENs only while its connection holds that group's
+advisory lock; the others stand by and try the lock about once a second. A wake-up sent to the
+broker reaches one idle worker of any process, so a freed record costs one claim instead of one
+per process. When the forwarder dies its connection
 ends, the lock is free, and a standby takes over within about a second (and wakes every stage,
-for what it may have missed); the tick covers that second.
+for what it may have missed); the tick covers that second. A listener with no group (workers on
+the in-process broker, whose messages reach this process only) always forwards.
 
 A wake-up is only a hint, like the tick: a lost one delays a record until the next tick, a
 duplicate costs one empty claim. The connection is re-made whenever it is lost (the server
@@ -64,8 +66,8 @@ class Listener:
     The connection's application_name carries this process's id, so an operator (or a test) can
     tell which process forwards: `SELECT application_name FROM pg_stat_activity`."""
 
-    def __init__(self, url: str):
-        self.url = url
+    def __init__(self, url: str, group: str | None = None):
+        self.url, self.group = url, group
         self._conn: psycopg.Connection | None = None
         self._failures = 0
         self._next_try = 0.0
@@ -119,7 +121,8 @@ class Listener:
             return []
         self._next_try = now + TAKEOVER_SECONDS
         try:
-            if not self._conn.execute(query("take_wakeup_forwarding")).fetchone()[0]:
+            if self.group is not None and \
+                    not self._conn.execute(query("take_wakeup_forwarding"), {"group": self.group}).fetchone()[0]:
                 return []
             self._conn.execute(query("listen_wakeups"))
         except psycopg.Error as error:
@@ -128,7 +131,8 @@ class Listener:
             self.close()
             return []
         self.forwarding = True
-        logger.info("this process forwards the database's wake-ups")
+        if self.group is not None:
+            logger.info("this process forwards the database's wake-ups to queue {}", self.group)
         return [ANY_STAGE]
 
     @property

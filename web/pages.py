@@ -127,7 +127,11 @@ def router(store: Store, sessions: Sessions) -> APIRouter:
     routes = APIRouter(include_in_schema=False)
 
     def session_of(request: Request, kind: str) -> Session | None:
-        """The request's live session of `kind` ("owner" or "operator"), from its cookie."""
+        """The request's live session of `kind` ("owner" or "operator"), from its cookie (as the
+        middleware found it already, but for the forms, which it leaves alone)."""
+        found = getattr(request.state, "session", None)
+        if isinstance(found, Session) and found.kind == kind:
+            return found
         session_id = cookies_of(request.headers).get(cookie_name(kind, request.url.scheme == "https"))
         return sessions.get(session_id, kind) if session_id else None
 

@@ -4,6 +4,7 @@
 LISTEN transcriber_wakeups;
 
 -- name: take_wakeup_forwarding
--- The one forwarder of wake-ups is the session holding this advisory lock (per database; the
--- key spells "wakeups"). Not waiting: a standby asks again later. Released when the session ends.
-SELECT pg_try_advisory_lock(33602636120158323);
+-- The one forwarder of wake-ups to a broker queue is the session holding this advisory lock: per
+-- database, per queue (the first key spells "wake" in ASCII). Not waiting: a standby asks again
+-- later. Released when the session ends, however it ends.
+SELECT pg_try_advisory_lock(2002873189, hashtext(%(group)s));
