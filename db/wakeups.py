@@ -3,11 +3,11 @@ that became claimable (migration 6 sends them from a trigger on records).
 
 Only one process forwards them to a broker queue. Every worker process keeps a listener, but a
 listener of a `group` (the queue's name) LISTENs only while its connection holds that group's
-advisory lock; the others stand by and try the lock about once a second. A wake-up sent to the
+advisory lock; the others stand by and try the lock every few seconds. A wake-up sent to the
 broker reaches one idle worker of any process, so a freed record costs one claim instead of one
-per process. When the forwarder dies its connection
-ends, the lock is free, and a standby takes over within about a second (and wakes every stage,
-for what it may have missed); the tick covers that second. A listener with no group (workers on
+per process. When the forwarder dies its connection ends, the lock is free, and a standby takes
+over within TAKEOVER_SECONDS (and wakes every stage, for what it may have missed); the tick
+covers those seconds. A listener with no group (workers on
 the in-process broker, whose messages reach this process only) always forwards.
 
 A wake-up is only a hint, like the tick: a lost one delays a record until the next tick, a
@@ -31,8 +31,11 @@ from domain.redact import redact_url
 RETRY_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 # the operating system notices a silently dropped connection within about a minute
 KEEPALIVES = dict(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
-# how often a standing-by listener tries to become the forwarder
-TAKEOVER_SECONDS = 1.0
+# how often a standing-by listener tries to become the forwarder: each try is one small
+# transaction, so P processes cost (P-1)/TAKEOVER_SECONDS of them a second while idle; the tick
+# covers the wake-ups of the seconds before a takeover. (Waiting in pg_advisory_lock instead
+# would cost nothing, but a statement waiting for days holds back VACUUM's horizon.)
+TAKEOVER_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
