@@ -60,6 +60,7 @@ class Reads:
         counts the triggers keep, brought up to date first, so a scrape costs what changed since
         the last one and never a count of all records."""
         with self.db.transaction() as conn:
+            conn.execute(query("fold_without_waiting_for_disk"))
             conn.execute(query("fold_record_counts"))
             return conn.execute(query("queue_counts")).fetchall()
 
@@ -67,4 +68,5 @@ class Reads:
         """Fold the appended count changes into the counts (the sweep does it now and then, so
         the changes stay few even where nobody scrapes /metrics)."""
         with self.db.transaction() as conn:
+            conn.execute(query("fold_without_waiting_for_disk"))
             conn.execute(query("fold_record_counts"))

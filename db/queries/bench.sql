@@ -42,3 +42,11 @@ SET plan_cache_mode = force_generic_plan;
 
 -- name: bench_explain
 EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement};
+
+-- name: bench_full_queue_count
+-- What a /metrics scrape ran before migration 28: a count of all records at every scrape.
+SELECT stage, halt_reason AS reason, count(*) AS records,
+       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
+FROM records
+GROUP BY stage, halt_reason
+ORDER BY stage, halt_reason;

@@ -70,6 +70,11 @@ FROM records
 GROUP BY stage
 ORDER BY stage;
 
+-- name: fold_without_waiting_for_disk
+-- A fold need not wait for its commit to reach the disk: lost in a crash, it is lost whole (the
+-- changes it took are back with it), and the next fold does it again.
+SET LOCAL synchronous_commit = off;
+
 -- name: fold_record_counts
 -- The changes appended since the last fold, added into record_counts (migration 28). Each change
 -- is taken by one fold only (DELETE … RETURNING); rows are updated in one order, so two folds
