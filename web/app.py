@@ -1,8 +1,8 @@
 """The HTTP service's app, assembled: the error handlers, the middleware (body size limit, browser
 sessions) and the routers. Nothing here decides a request; each router says what its addresses do.
 
-Every address but /healthz needs a token (/metrics an operator's) (`web.auth`); another owner's record is
-answered exactly like a missing one. Errors are JSON `{"error": code, "message": text}`
+Every address but /healthz needs a token (`web.auth`; /metrics an operator's); another owner's
+record is answered exactly like a missing one. Errors are JSON `{"error": code, "message": text}`
 (`web.errors`); no stack trace reaches a client, and no request body or transcript reaches the log.
 """
 
