@@ -87,6 +87,8 @@ def sweep(after_id: int = 0) -> None:
     conversion's audio, complete a moment before its save, out of reach. The blobs are gone
     through in bounded batches from `after_id` on (only where the last run stopped: a lost
     message just means the next pass starts over)."""
+    if not after_id:  # once a pass: keeps the metrics' count changes few where nobody scrapes
+        context.store().fold_record_counts()
     swept = context.store().sweep_orphan_blobs(ORPHAN_GRACE_SECONDS, budget_seconds=SWEEP_RUN_SECONDS,
                                                 after_id=after_id)
     if swept.removed:

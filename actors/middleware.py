@@ -52,8 +52,9 @@ class StopSteps(Middleware):
 
 
 class ListenForWakeups(Middleware):
-    """Each worker process listens for the database's wake-ups and feeds them to its actors
-    (actors.wakeups); the tick stays the safety net."""
+    """Each worker process keeps a wake-up listener (actors.wakeups); the one whose listener holds
+    the database's forwarder lock feeds the wake-ups to the broker, for every process's actors,
+    and the others stand by to take over (db.wakeups). The tick stays the safety net."""
 
     def __init__(self, wake: Callable[[Step], None]):
         self.wake = wake
@@ -70,7 +71,9 @@ class ListenForWakeups(Middleware):
         except Exception as error:  # the database is away: runs find out; the tick still wakes them
             logger.warning("no wake-up listener in this worker ({}); the tick still runs", type(error).__name__)
             return
-        self.wakeups = Wakeups(url, self.wake).start()
+        # one forwarder per queue of a real broker; on the in-process broker each process forwards its own
+        group = settings.queue if settings.broker_url else None
+        self.wakeups = Wakeups(url, self.wake, group).start()
 
     def before_worker_shutdown(self, broker, worker):
         if self.wakeups is not None:

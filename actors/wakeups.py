@@ -3,7 +3,9 @@
 A record accepted, advanced by a save, released or resumed wakes the step that can take it
 within milliseconds of the commit; the end of a retry pause is a timer here. The tick stays the
 safety net for what no commit announces (a lease running out) and for wake-ups lost while the
-listener reconnects. One listener per process, started with its worker and stopped with it.
+listener reconnects. One listener per process, started with its worker and stopped with it;
+only one listener of all processes forwards at a time (db.wakeups), so a wake-up sent to the
+broker costs one claim by whichever worker is idle, not one per process.
 """
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ MAX_TIMERS = 10_000
 
 
 class Wakeups:
-    def __init__(self, url: str, send: Callable[[Step], None]):
-        self.listener = Listener(url)
+    def __init__(self, url: str, send: Callable[[Step], None], group: str | None = None):
+        self.listener = Listener(url, group)
         self._send = send
         self._timers: list[tuple[float, str]] = []
         self._stop = threading.Event()

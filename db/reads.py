@@ -56,6 +56,17 @@ class Reads:
             return conn.execute(query("status")).fetchall()
 
     def queue_counts(self) -> list[dict]:
-        """Records per stage and halt reason, and how many wait out a pause (for the metrics)."""
-        with self.db.connection() as conn:
+        """Records per stage and halt reason, and how many wait out a pause (for the metrics): the
+        counts the triggers keep, brought up to date first, so a scrape costs what changed since
+        the last one and never a count of all records."""
+        with self.db.transaction() as conn:
+            conn.execute(query("fold_without_waiting_for_disk"))
+            conn.execute(query("fold_record_counts"))
             return conn.execute(query("queue_counts")).fetchall()
+
+    def fold_record_counts(self) -> None:
+        """Fold the appended count changes into the counts (the sweep does it now and then, so
+        the changes stay few even where nobody scrapes /metrics)."""
+        with self.db.transaction() as conn:
+            conn.execute(query("fold_without_waiting_for_disk"))
+            conn.execute(query("fold_record_counts"))

@@ -2,9 +2,9 @@
 
 It is composed of one part per concern, each a thin layer over named queries: the pipeline's
 claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), owner
-and operator accounts (`db.accounts`), audio blobs (`db.blobs`), the read side (`db.reads`),
-the owner's search (`db.search`), repeated uploads (`db.uploads`), and quotas and audio
-retention (`db.quotas`). No part builds SQL from user input.
+and operator accounts (`db.accounts`), browser sessions (`db.sessions`), audio blobs
+(`db.blobs`), the read side (`db.reads`), the owner's search (`db.search`), repeated uploads
+(`db.uploads`), and quotas and audio retention (`db.quotas`). No part builds SQL from user input.
 """
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from db.quotas import Quotas
 from db.reads import Reads
 from db.records import Records
 from db.search import Search
+from db.sessions import SessionRows
 from db.uploads import UploadKeys
 
 
-class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads, Search, Quotas):
+class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads, Search, Quotas, SessionRows):
     def __init__(self, db: Database):
         self.db = db

@@ -1,6 +1,15 @@
 """The database's wake-ups: one LISTEN connection that hears, on commit, which stage has a record
 that became claimable (migration 6 sends them from a trigger on records).
 
+Only one process forwards them to a broker queue. Every worker process keeps a listener, but a
+listener of a `group` (the queue's name) LISTENs only while its connection holds that group's
+advisory lock; the others stand by and try the lock every few seconds. A wake-up sent to the
+broker reaches one idle worker of any process, so a freed record costs one claim instead of one
+per process. When the forwarder dies its connection ends, the lock is free, and a standby takes
+over within TAKEOVER_SECONDS (and wakes every stage, for what it may have missed); the tick
+covers those seconds. A listener with no group (workers on
+the in-process broker, whose messages reach this process only) always forwards.
+
 A wake-up is only a hint, like the tick: a lost one delays a record until the next tick, a
 duplicate costs one empty claim. The connection is re-made whenever it is lost (the server
 restarted, the backend was terminated, the network dropped); right after every (re)connect a
@@ -8,6 +17,7 @@ wake-up for every stage is reported, because notifications sent meanwhile were n
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -21,6 +31,11 @@ from domain.redact import redact_url
 RETRY_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 # the operating system notices a silently dropped connection within about a minute
 KEEPALIVES = dict(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
+# how often a standing-by listener tries to become the forwarder: each try is one small
+# transaction, so P processes cost (P-1)/TAKEOVER_SECONDS of them a second while idle; the tick
+# covers the wake-ups of the seconds before a takeover. (Waiting in pg_advisory_lock instead
+# would cost nothing, but a statement waiting for days holds back VACUUM's horizon.)
+TAKEOVER_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,7 @@ class Wakeup:
 
 
 ANY_STAGE = Wakeup(None)
+APPLICATION = "transcriber-wakeups"
 
 
 def parse(payload: str) -> Wakeup | None:
@@ -49,18 +65,24 @@ def parse(payload: str) -> Wakeup | None:
 
 class Listener:
     """LISTENs on one connection of its own (autocommit: LISTEN takes effect at once and the
-    connection never sits in a transaction). Used from one thread."""
+    connection never sits in a transaction) while it is the forwarder. Used from one thread.
+    The connection's application_name carries this process's id, so an operator (or a test) can
+    tell which process forwards: `SELECT application_name FROM pg_stat_activity`."""
 
-    def __init__(self, url: str):
-        self.url = url
+    def __init__(self, url: str, group: str | None = None):
+        self.url, self.group = url, group
         self._conn: psycopg.Connection | None = None
         self._failures = 0
+        self._next_try = 0.0
         self.backend_pid: int | None = None
+        self.forwarding = False
 
     def receive(self, timeout: float) -> list[Wakeup]:
         """The wake-ups heard within `timeout` seconds (fewer seconds once some arrive)."""
         if self._conn is None:
             return self._connect(timeout)
+        if not self.forwarding:
+            return self._stand_by(timeout)
         try:
             found = [parse(n.payload) for n in self._conn.notifies(timeout=timeout, stop_after=1)]
             # whatever else already arrived, without waiting again
@@ -76,8 +98,7 @@ class Listener:
         conn = None
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                                   **KEEPALIVES)
-            conn.execute(query("listen_wakeups"))
+                                   application_name=f"{APPLICATION} {os.getpid()}", **KEEPALIVES)
         except psycopg.Error as error:
             if conn is not None:
                 conn.close()
@@ -91,6 +112,30 @@ class Listener:
         if self._failures:
             logger.info("wake-up listener reconnected")
         self._conn, self._failures, self.backend_pid = conn, 0, conn.info.backend_pid
+        self._next_try = 0.0
+        return self._stand_by(0.0)
+
+    def _stand_by(self, timeout: float) -> list[Wakeup]:
+        """Try to become the forwarder (at most once a TAKEOVER_SECONDS); on success LISTEN and
+        report every stage, since nothing was heard before; else wait out `timeout`."""
+        now = time.monotonic()
+        if now < self._next_try:
+            time.sleep(min(timeout, self._next_try - now))
+            return []
+        self._next_try = now + TAKEOVER_SECONDS
+        try:
+            if self.group is not None and \
+                    not self._conn.execute(query("take_wakeup_forwarding"), {"group": self.group}).fetchone()[0]:
+                return []
+            self._conn.execute(query("listen_wakeups"))
+        except psycopg.Error as error:
+            logger.warning("wake-up listener lost its database connection ({}); reconnecting, "
+                           "the tick still runs", type(error).__name__)
+            self.close()
+            return []
+        self.forwarding = True
+        if self.group is not None:
+            logger.info("this process forwards the database's wake-ups to queue {}", self.group)
         return [ANY_STAGE]
 
     @property
@@ -100,6 +145,7 @@ class Listener:
     def close(self) -> None:
         if self._conn is not None:
             conn, self._conn, self.backend_pid = self._conn, None, None
+            self.forwarding = False  # the lock goes with the connection
             try:
                 conn.close()
             except psycopg.Error:

@@ -65,6 +65,8 @@ class Settings:
     queue: str = DEFAULT_QUEUE
     # how long the original audio of a done record is kept; None: for as long as the record
     audio_retention_days: float | None = None
+    # a browser session unused this long has ended (web.sessions)
+    session_idle_seconds: float = 12 * 3600.0
 
     @property
     def audio_retention_seconds(self) -> float | None:
@@ -202,6 +204,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         metrics_port=_port(env, "TRANSCRIBER_METRICS_PORT"),
         queue=queue_of(env),
         audio_retention_days=_retention_days(env),
+        session_idle_seconds=_number(env, "TRANSCRIBER_SESSION_IDLE_SECONDS", 12 * 3600.0, minimum=1, maximum=90 * DAY),
     )
 
 

@@ -12,6 +12,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
@@ -38,6 +39,33 @@ def _server_listening(host: str, port: int) -> bool:
         return False
     except psycopg.Error:
         return False
+
+
+def listening(port: int, host: str = "127.0.0.1") -> bool:
+    """Something accepts connections on host:port (a broker the tests may use)."""
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    """A port nothing listens on now, for a process a test starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(predicate, seconds: float, every: float = 0.1):
+    """`predicate()`'s first true value, asked every `every` seconds; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"not within {seconds}s"
+        time.sleep(every)
 
 
 def pytest_addoption(parser):

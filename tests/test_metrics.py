@@ -26,7 +26,7 @@ def _value(name: str, **labels) -> float:
 
 
 def test_api_metrics_expose_the_queue_and_the_counters(store, owner, tmp_path):
-    """issue 10 §5: GET /metrics (no token) names records per stage, waiting out a pause, halted
+    """issue 10 §5, issue 17 §5: GET /metrics (an operator's token) names records per stage, waiting out a pause, halted
     by reason, and the process's claims, saves, refused writes, step durations and recognition
     real-time factor; a real run of both steps moves them."""
     the_settings = settings(engine="pocketsphinx")
@@ -42,8 +42,9 @@ def test_api_metrics_expose_the_queue_and_the_counters(store, owner, tmp_path):
     claim = store.claim(Step.CONVERT, policy())
     assert claim.record_id == halted and paused != halted
     store.halt(claim, HaltReason.UNDECODABLE_AUDIO, "not audio")
+    operator = store.add_operator("ops")
     with TestClient(create_app(store, the_settings)) as client:
-        answer = client.get("/metrics")
+        answer = client.get("/metrics", headers={"Authorization": f"Bearer {operator}"})
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
     text = answer.text
     for name in SERIES:

@@ -1,7 +1,8 @@
 """Who is behind a request: an owner (the records API, the OpenAI-compatible address, the owner's
-page) or an operator (the panel). Both hold a bearer token, sent as `Authorization: Bearer` or
-stood for by a browser session (`web.sessions` turns the cookie into that header), so one
-reading of the header serves both. An operator's token is never an owner's, nor the reverse."""
+page) or an operator (the panel). Both hold a bearer token, sent as `Authorization: Bearer`, or a
+browser session that acts for the account while its token is unchanged (`web.sessions` puts the
+session, checked against the database, in the request's state). An operator's token is never an
+owner's, nor the reverse, and neither is a session of one kind."""
 
 from typing import Callable
 
@@ -10,6 +11,13 @@ from fastapi import Request
 from db import Store
 from web.errors import ApiError
 from web.parsing import bearer_token
+from web.sessions import Session
+
+
+def session_of(request: Request, kind: str) -> Session | None:
+    """The request's browser session of `kind`, when its cookie stands for it (`web.sessions`)."""
+    session = getattr(request.state, "session", None)
+    return session if isinstance(session, Session) and session.kind == kind else None
 
 
 def owner_by_token(store: Store, token: str | None) -> dict | None:
@@ -32,6 +40,9 @@ def bearer_owner(store: Store) -> Callable[[Request], dict]:
     """A FastAPI dependency: the enabled owner of the request's bearer token, else 401 or 403."""
 
     def owner(request: Request) -> dict:
+        session = session_of(request, "owner")
+        if session is not None:
+            return enabled_owner({"id": session.account_id, "name": session.name, "disabled": session.disabled})
         return enabled_owner(owner_by_token(store, bearer_token(request)))
 
     return owner
@@ -46,7 +57,9 @@ def bearer_operator(store: Store) -> Callable[[Request], dict]:
     """A FastAPI dependency: the operator of the request's bearer token, else 401."""
 
     def operator(request: Request) -> dict:
-        found = operator_by_token(store, bearer_token(request))
+        session = session_of(request, "operator")
+        found = {"id": session.account_id, "name": session.name} if session is not None \
+            else operator_by_token(store, bearer_token(request))
         if found is None:
             raise ApiError(401, "unauthorized", "a valid operator token is required "
                                                 "(`Authorization: Bearer <token>`; transcriber operator add NAME)")

@@ -3,9 +3,9 @@
 FastAPI reads and parses a request's body (a JSON document into memory, a multipart upload onto
 disk) before a route's dependencies check its token, so a client with no token could make the
 server hold hundreds of MB. This ASGI middleware sits in front of the routes and decides a
-request that carries a body from its headers alone: the bearer token (or the session cookie,
-which `web.sessions`, outside this layer, has turned into that header) must belong to an owner,
-or to an operator below /admin. Otherwise the answer is 401 (403 for a disabled owner) at once,
+request that carries a body from its headers alone: the bearer token must belong to an owner, or
+to an operator below /admin, unless `web.sessions`, outside this layer, has found a session of
+that kind for the request's cookie (and checked its CSRF token). Otherwise the answer is 401 (403 for a disabled owner) at once,
 with `Connection: close`; the body is never read, so it is neither buffered nor spooled, and the
 server's flow control stops the client sending more than a socket buffer of it.
 
@@ -38,6 +38,12 @@ def bearer(headers: dict[bytes, bytes]) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
+def _has_session(scope) -> bool:
+    """Whether `web.sessions` found a session of the kind this path wants for the request."""
+    session = scope.get("state", {}).get("session")
+    return session is not None and session.kind == cookie_kind(scope["path"])
+
+
 class TokenGate:
     """ASGI middleware: a request with a body and no valid token is refused before its body is read."""
 
@@ -48,7 +54,7 @@ class TokenGate:
         if scope["type"] != "http" or scope["path"] in self.exempt:
             return await self.app(scope, receive, send)
         headers = dict(scope["headers"])
-        if not has_body(headers):
+        if not has_body(headers) or _has_session(scope):
             return await self.app(scope, receive, send)
         refusal = await to_thread.run_sync(self._refusal, scope["path"], bearer(headers))
         if refusal is None:
@@ -62,7 +68,7 @@ class TokenGate:
 
     def _refusal(self, path: str, token: str | None) -> ApiError | None:
         """Why the token may not send a body to `path`, or None when it may."""
-        if cookie_kind(path)[0] == "operator":
+        if cookie_kind(path) == "operator":
             if operator_by_token(self.store, token) is None:
                 return ApiError(401, "unauthorized", "a valid operator token is required "
                                                      "(`Authorization: Bearer <token>`)")

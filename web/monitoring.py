@@ -1,8 +1,12 @@
 """The addresses a monitor polls: /healthz (does the service and its database answer?) and
-/metrics (Prometheus). Neither needs a token: they give counts and a yes or no, nothing of any
-owner's."""
+/metrics (Prometheus). /healthz needs no token (a yes or no). /metrics needs an operator's token
+(`Authorization: Bearer`, Prometheus's `authorization: credentials`): it tells how busy the
+service is and what halts, and each scrape costs the database a statement, so not everyone
+who reaches the port may ask (issue 17 §5)."""
 
-from fastapi import APIRouter
+from typing import Callable
+
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 
 from db import Store
@@ -10,16 +14,18 @@ from service import metrics
 from web.health import DatabaseProbe
 
 
-def router(store: Store) -> APIRouter:
+def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
     routes = APIRouter(tags=["service"])
     database_probe = DatabaseProbe(store.db)
 
     @routes.get("/metrics", response_class=Response,
-                responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+                responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
+                dependencies=[Depends(operator)])
     def prometheus_metrics():
-        """Prometheus metrics: records per stage, halted by reason, waiting out a pause (read from
-        the database now), and this process's claims, saves, refused writes, step durations and
-        recognition real-time factor. No token needed, like /healthz: counts only, nothing private."""
+        """Prometheus metrics: records per stage, halted by reason, waiting out a pause (counts the
+        database keeps as records move, not a count of all records), and this process's claims,
+        saves, refused writes, step durations and recognition real-time factor. An operator's
+        token is needed (401 without)."""
         return Response(metrics.exposition(store), media_type=metrics.CONTENT_TYPE)
 
     @routes.get("/healthz")

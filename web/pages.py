@@ -19,7 +19,7 @@ from loguru import logger
 from db import Store
 from service import inputs
 from web.auth import operator_by_token, owner_by_token
-from web.sessions import (OPERATOR_COOKIE, OWNER_COOKIE, Session, Sessions, cookies_of, same_origin,
+from web.sessions import (Session, Sessions, cookie_name, cookie_path, cookies_of, csrf_matches, same_origin,
                           set_cookie_header)
 
 HERE = Path(__file__).resolve().parent
@@ -128,9 +128,13 @@ def router(store: Store, sessions: Sessions) -> APIRouter:
     routes = APIRouter(include_in_schema=False)
 
     def session_of(request: Request, kind: str) -> Session | None:
-        """The request's live session of `kind` ("owner" or "operator"), from its cookie."""
-        cookie = OPERATOR_COOKIE if kind == "operator" else OWNER_COOKIE
-        return sessions.get(cookies_of(request.headers).get(cookie), kind)
+        """The request's live session of `kind` ("owner" or "operator"), from its cookie (as the
+        middleware found it already, but for the forms, which it leaves alone)."""
+        found = getattr(request.state, "session", None)
+        if isinstance(found, Session) and found.kind == kind:
+            return found
+        session_id = cookies_of(request.headers).get(cookie_name(kind, request.url.scheme == "https"))
+        return sessions.get(session_id, kind) if session_id else None
 
     def sign_in(request: Request, token: str, *, panel: bool) -> Response:
         if not same_origin(request.headers.get("origin"), request.headers.get("host")):
@@ -143,23 +147,28 @@ def router(store: Store, sessions: Sessions) -> APIRouter:
         if found.get("disabled"):
             logger.info("page sign-in refused: owner {} is disabled", found["name"])
             return sign_in_page(request, panel=panel, problem="owner_disabled", status=403)
-        kind, cookie, path = ("operator", OPERATOR_COOKIE, "/admin") if panel else ("owner", OWNER_COOKIE, "/")
-        session_id, _ = sessions.open(kind, token, found["name"])
+        kind, home = ("operator", "/admin") if panel else ("owner", "/")
+        session_id = sessions.open(kind, token)
+        if session_id is None:  # the token was replaced in between
+            return sign_in_page(request, panel=panel, problem="bad_token", status=401)
         logger.info("{} {} signed in", kind, found["name"])
-        answer = RedirectResponse(path, status_code=303)
-        answer.headers.append("set-cookie", set_cookie_header(cookie, session_id, path=path,
-                                                              secure=request.url.scheme == "https"))
+        answer = RedirectResponse(home, status_code=303)
+        secure = request.url.scheme == "https"
+        answer.headers.append("set-cookie", set_cookie_header(cookie_name(kind, secure), session_id,
+                                                              path=cookie_path(kind, secure), secure=secure))
         return answer
 
     def sign_out(request: Request, csrf: str, *, panel: bool) -> Response:
-        kind, cookie, path = ("operator", OPERATOR_COOKIE, "/admin") if panel else ("owner", OWNER_COOKIE, "/")
+        kind, home = ("operator", "/admin") if panel else ("owner", "/")
+        secure = request.url.scheme == "https"
+        cookie = cookie_name(kind, secure)
         session = session_of(request, kind)
-        if session is not None and csrf == session.csrf and same_origin(request.headers.get("origin"),
-                                                                        request.headers.get("host")):
+        if session is not None and csrf_matches(csrf, session.csrf) and same_origin(request.headers.get("origin"),
+                                                                                    request.headers.get("host")):
             sessions.close(cookies_of(request.headers).get(cookie))
-        answer = RedirectResponse(path, status_code=303)
-        answer.headers.append("set-cookie", set_cookie_header(cookie, "", path=path, clear=True,
-                                                              secure=request.url.scheme == "https"))
+        answer = RedirectResponse(home, status_code=303)
+        answer.headers.append("set-cookie", set_cookie_header(cookie, "", path=cookie_path(kind, secure),
+                                                              clear=True, secure=secure))
         return answer
 
     def add_pages_for(kind: str, home: str, record_page: str, forms: str, views: tuple[str, str]) -> None:

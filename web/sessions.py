@@ -1,78 +1,105 @@
 """Browser sessions for the owner's page and the operator's panel.
 
 A person signs in once with their token; the browser then holds only a random session id in an
-HttpOnly, SameSite=Strict cookie. The session lives in this process's memory (a restart signs
-everyone out) and keeps the token there, so every request made with the cookie is checked by the
-very same rules as a request with `Authorization: Bearer` — a rotated or disabled token ends its
-sessions at once. The token never appears in a URL, a cookie, a page or the log.
+HttpOnly, SameSite=Strict cookie. The session is a row in PostgreSQL (`db.sessions`), so every
+`serve` process behind one address shares it and a restart keeps it. The row keeps the session
+id's hash and the hash of the token signed in with, never a token: every request made with the
+cookie acts for the account while its token is unchanged, through the very same rules as a request
+with `Authorization: Bearer` (a replaced or disabled token ends its sessions at once). A session
+idle for TRANSCRIBER_SESSION_IDLE_SECONDS, or older than SESSION_LIFETIME_SECONDS, has ended;
+each API process sweeps ended rows every SWEEP_SECONDS at most. The token never appears in a URL,
+a cookie, a page or the log.
 
-The middleware below turns a valid session cookie into that header for the API and the
-`/admin/api` addresses. A request that changes something (any method but GET/HEAD/OPTIONS) must
-also carry the session's CSRF token in `X-CSRF-Token` and, when the browser names an origin, come
-from this very host; otherwise it is refused with 403 before it reaches the API.
+Over HTTPS (also behind a proxy that says so in X-Forwarded-Proto, from an address uvicorn trusts:
+FORWARDED_ALLOW_IPS) the cookie is `__Host-` prefixed and Secure, so no other host or plain-HTTP
+page can set or shadow it; over plain HTTP (a browser refuses those there) it is the plain name.
+
+The middleware below resolves a valid session cookie to its account, which the API's and
+`/admin/api`'s token checks (`web.auth`) accept like a bearer token. A request that changes
+something (any method but GET/HEAD/OPTIONS) must also carry the session's CSRF token in
+`X-CSRF-Token` (compared in constant time) and, when the browser names an origin, come from this
+very host; otherwise it is refused with 403 before it reaches the API.
 """
 from __future__ import annotations
 
 import hmac
 import json
-import secrets
 import threading
-import time
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 
+from anyio import to_thread
+from loguru import logger
+
+from db import Store
+
 OWNER_COOKIE = "transcriber_session"
 OPERATOR_COOKIE = "transcriber_admin"
+SECURE_PREFIX = "__Host-"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-IDLE_SECONDS = 12 * 3600
+SESSION_LIFETIME_SECONDS = 30 * 24 * 3600
+SWEEP_SECONDS = 300.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Session:
     kind: str  # "owner" or "operator"
-    token: str = field(repr=False)
+    account_id: int
     name: str
-    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
-    seen: float = field(default_factory=time.monotonic)
+    disabled: bool = False
+    csrf: str = field(default="", repr=False)
 
 
 class Sessions:
-    """Session ids to sessions, in memory; an idle session expires after `idle` seconds."""
+    """The sessions of one app, kept in the database; an idle session ends after `idle` seconds."""
 
-    def __init__(self, idle: float = IDLE_SECONDS):
-        self.idle = idle
-        self._lock = threading.Lock()
-        self._by_id: dict[str, Session] = {}
+    def __init__(self, store: Store, idle: float):
+        self.store, self.idle = store, idle
+        self._stop = threading.Event()
+        self._sweeper: threading.Thread | None = None
 
-    def open(self, kind: str, token: str, name: str) -> tuple[str, Session]:
-        session_id = secrets.token_urlsafe(32)
-        session = Session(kind=kind, token=token, name=name)
-        with self._lock:
-            self._expire()
-            self._by_id[session_id] = session
-        return session_id, session
+    def open(self, kind: str, token: str) -> str | None:
+        """A new session for the account of `kind` holding `token`: its id, or None."""
+        opened = self.store.open_session(kind, token, SESSION_LIFETIME_SECONDS)
+        return opened[0] if opened else None
 
     def get(self, session_id: str | None, kind: str) -> Session | None:
-        if not session_id:
+        row = self.store.live_session(session_id, kind, self.idle)
+        if row is None:
             return None
-        with self._lock:
-            session = self._by_id.get(session_id)
-            if session is None or session.kind != kind:
-                return None
-            if time.monotonic() - session.seen > self.idle:
-                del self._by_id[session_id]
-                return None
-            session.seen = time.monotonic()
-            return session
+        return Session(kind=kind, account_id=row["account_id"], name=row["name"],
+                       disabled=bool(row["disabled"]), csrf=row["csrf"])
 
     def close(self, session_id: str | None) -> None:
-        with self._lock:
-            self._by_id.pop(session_id or "", None)
+        self.store.end_session(session_id)
 
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for stale in [k for k, s in self._by_id.items() if now - s.seen > self.idle]:
-            del self._by_id[stale]
+    def sweep(self) -> int:
+        return self.store.sweep_sessions(self.idle)
+
+    def start_sweeping(self, every: float | None = None) -> None:
+        """Sweep ended sessions now and then on a thread of this process (any number of
+        processes may: a row goes once)."""
+        every = every if every is not None else min(SWEEP_SECONDS, max(self.idle / 2, 1.0))
+        self._stop.clear()
+
+        def run():
+            while not self._stop.wait(every):
+                try:
+                    swept = self.sweep()
+                except Exception as error:  # the database is away: the next round tries again
+                    logger.warning("session sweep failed ({})", type(error).__name__)
+                    continue
+                if swept:
+                    logger.info("swept {} ended browser session(s)", swept)
+
+        self._sweeper = threading.Thread(target=run, name="session-sweep", daemon=True)
+        self._sweeper.start()
+
+    def stop_sweeping(self) -> None:
+        self._stop.set()
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=5)
+            self._sweeper = None
 
 
 def cookies_of(headers) -> dict[str, str]:
@@ -94,11 +121,26 @@ def same_origin(origin: str | None, host: str | None) -> bool:
     return scheme in ("http", "https") and bool(host) and rest == host
 
 
-def cookie_kind(path: str) -> tuple[str, str]:
+def csrf_matches(sent: str | None, expected: str) -> bool:
+    """The CSRF token sent is the session's, compared in constant time (as bytes: any text a
+    client sends compares, none raises)."""
+    return bool(sent) and hmac.compare_digest(sent.encode("utf-8", "surrogateescape"), expected.encode())
+
+
+def cookie_kind(path: str) -> str:
     """Which session a path belongs to: the panel's below /admin, the owner's elsewhere."""
-    if path == "/admin" or path.startswith("/admin/"):
-        return "operator", OPERATOR_COOKIE
-    return "owner", OWNER_COOKIE
+    return "operator" if path == "/admin" or path.startswith("/admin/") else "owner"
+
+
+def cookie_name(kind: str, secure: bool) -> str:
+    """The session cookie of `kind`: `__Host-` prefixed over HTTPS, the plain name over HTTP."""
+    name = OPERATOR_COOKIE if kind == "operator" else OWNER_COOKIE
+    return SECURE_PREFIX + name if secure else name
+
+
+def cookie_path(kind: str, secure: bool) -> str:
+    """A `__Host-` cookie must have Path=/; over plain HTTP the panel's stays below /admin."""
+    return "/admin" if kind == "operator" and not secure else "/"
 
 
 def set_cookie_header(name: str, value: str, *, path: str, secure: bool, clear: bool = False) -> str:
@@ -111,7 +153,8 @@ def set_cookie_header(name: str, value: str, *, path: str, secure: bool, clear: 
 
 
 class SessionAuth:
-    """ASGI middleware: a valid session cookie stands for the bearer token of its session.
+    """ASGI middleware: a valid session cookie stands for its account, put in the request's state
+    (`scope["state"]["session"]`) where `web.auth` finds it.
 
     `exempt` paths (the sign-in and sign-out forms) do their own checks."""
 
@@ -124,17 +167,18 @@ class SessionAuth:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if "authorization" in headers:
             return await self.app(scope, receive, send)
-        kind, cookie = cookie_kind(scope["path"])
-        session = self.sessions.get(cookies_of(headers).get(cookie), kind)
+        kind = cookie_kind(scope["path"])
+        session_id = cookies_of(headers).get(cookie_name(kind, scope.get("scheme") == "https"))
+        session = await to_thread.run_sync(self.sessions.get, session_id, kind) if session_id else None
         if session is None:
             return await self.app(scope, receive, send)
         if scope["method"] not in SAFE_METHODS:
             sent = headers.get("x-csrf-token", "")
-            if not (sent and hmac.compare_digest(sent, session.csrf)) \
+            if not csrf_matches(sent, session.csrf) \
                     or not same_origin(headers.get("origin"), headers.get("host")):
                 return await _refuse(send, 403, "csrf", "this change needs the page's CSRF token from this site")
         scope = dict(scope)
-        scope["headers"] = [*scope["headers"], (b"authorization", f"Bearer {session.token}".encode("latin-1"))]
+        scope["state"] = {**scope.get("state", {}), "session": session}
         return await self.app(scope, receive, send)
 
 

@@ -106,3 +106,11 @@ SELECT %(owner_id)s, id, 'done', now() - make_interval(days => %(age_days)s), 't
 
 -- name: bench_vacuum_analyze
 VACUUM ANALYZE;
+
+-- name: bench_full_queue_count
+-- What a /metrics scrape ran before migration 28: a count of all records at every scrape.
+SELECT stage, halt_reason AS reason, count(*) AS records,
+       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
+FROM records
+GROUP BY stage, halt_reason
+ORDER BY stage, halt_reason;

@@ -1,0 +1,50 @@
+"""Browser sessions kept in PostgreSQL, so that every API process shares them and a restart keeps
+them (statements in `queries/sessions.sql`, table in migration 29).
+
+The cookie holds a random session id; a row holds only its hash, the account, the hash of the
+token the account had at sign-in, the CSRF token and the times. A session acts for its account
+while that account's token is unchanged: a replaced token ends its sessions in every process at
+the very next request, without any process keeping a copy of a token.
+"""
+from __future__ import annotations
+
+import secrets
+
+from db.accounts import hash_token
+from db.database import Database
+from db.queries import query
+
+KINDS = ("owner", "operator")
+
+
+class SessionRows:
+    """Browser sessions; a part of `db.store.Store`."""
+
+    db: Database
+
+    def open_session(self, kind: str, token: str, lifetime_seconds: float) -> tuple[str, str] | None:
+        """A new session for the account (of `kind`) holding `token`: its id (for the cookie only)
+        and its CSRF token. None when no such account holds the token."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown session kind {kind!r}")
+        session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
+        row = self.db.one(query(f"open_{kind}_session"),
+                          {"id_hash": hash_token(session_id), "csrf": csrf, "token_hash": hash_token(token),
+                           "lifetime": lifetime_seconds})
+        return (session_id, csrf) if row is not None else None
+
+    def live_session(self, session_id: str | None, kind: str, idle_seconds: float) -> dict | None:
+        """The live session of `kind` with this id: `{account_id, name, disabled, csrf}` (an
+        operator is never disabled), or None."""
+        if not session_id:
+            return None
+        return self.db.one(query("live_session"),
+                           {"id_hash": hash_token(session_id), "kind": kind, "idle": idle_seconds})
+
+    def end_session(self, session_id: str | None) -> None:
+        if session_id:
+            self.db.one(query("end_session"), {"id_hash": hash_token(session_id)})
+
+    def sweep_sessions(self, idle_seconds: float) -> int:
+        """Delete every session that can never be used again; return how many."""
+        return self.db.one(query("sweep_sessions"), {"idle": idle_seconds})["swept"]
