@@ -68,7 +68,7 @@ def test_upload_over_quota_is_refused_and_nothing_is_stored(make_api, store, db,
     operator = api.auth(store.add_operator("olga"))
     owners = api.http.get("/admin/api/owners", headers=operator).json()["items"]
     assert [(o["name"], o["stored_bytes"], o["quota"]["hours"]) for o in owners] == [("alice", size, round(15 / 3600, 6))]
-    metrics = api.http.get("/metrics").text
+    metrics = api.http.get("/metrics", headers=operator).text
     assert f"transcriber_stored_original_bytes {float(size)}" in metrics
     assert "transcriber_stored_bytes " in metrics
     assert store.owner_usage(alice["id"])["stored_bytes"] == size
