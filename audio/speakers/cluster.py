@@ -13,6 +13,7 @@ import numpy as np
 
 MAX_SPEAKERS = 8
 SPECTRAL_MIN_WINDOWS = 40
+MAX_POINTS = 1500            # more windows are clustered as means of consecutive runs of windows
 NEIGHBOUR_SHARE = 0.02       # p-pruning: the share of strongest neighbours each window keeps…
 MIN_NEIGHBOURS = 6           # …and never fewer than this
 LINK_SIMILARITY = 0.25       # agglomeration stops when the closest clusters are less alike
@@ -31,6 +32,8 @@ def cluster(vectors: np.ndarray, speakers: int | None = None) -> np.ndarray:
         return np.zeros(n, np.int64)
     if speakers is not None:
         speakers = min(speakers, n)
+    if n > MAX_POINTS:
+        return _first_appearance_order(_cluster_runs(vectors, speakers))
     if n >= SPECTRAL_MIN_WINDOWS:
         labels = _spectral(vectors, speakers)
     else:
@@ -39,6 +42,18 @@ def cluster(vectors: np.ndarray, speakers: int | None = None) -> np.ndarray:
         labels = _merge_alike(vectors, labels)
         labels = _absorb_small(vectors, labels)
     return _first_appearance_order(labels)
+
+
+def _cluster_runs(vectors: np.ndarray, speakers: int | None) -> np.ndarray:
+    """A long recording: its windows averaged in runs of consecutive ones, so at most
+    MAX_POINTS points are clustered (the similarity matrix stays a few MB however long the
+    audio); then every window takes the speaker whose mean voice is most like its own, so a
+    change of speaker inside a run is still found."""
+    run = -(-len(vectors) // MAX_POINTS)
+    means = np.stack([vectors[i: i + run].mean(0) for i in range(0, len(vectors), run)])
+    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-8)
+    names, centres = _centroids(means, cluster(means, speakers))
+    return names[np.argmax(vectors @ centres.T, axis=1)]
 
 
 def _spectral(vectors: np.ndarray, speakers: int | None) -> np.ndarray:

@@ -95,9 +95,18 @@ def filter_banks(samples: np.ndarray) -> np.ndarray:
 def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float = 0.0,
           threads: int = 1) -> Embeddings:
     """Embeddings of the windows over `regions` (seconds within `samples`); times are reported
-    shifted by `offset`, the recording time at which `samples` begins."""
-    full, short, times_full, times_short = [], [], [], []
+    shifted by `offset`, the recording time at which `samples` begins. Windows are embedded as
+    soon as a batch is full, so memory holds one batch of features, not the recording's."""
     width, step = round(WINDOW_SECONDS * FRAMES_PER_SECOND), round(SHIFT_SECONDS * FRAMES_PER_SECOND)
+    pending, pending_times, vectors, times = [], [], [], []
+
+    def flush() -> None:
+        if pending:
+            vectors.append(_run(session(threads), np.stack(pending)))
+            times.extend(pending_times)
+            pending.clear()
+            pending_times.clear()
+
     for start, end in regions:
         if end - start < MIN_SECONDS:
             continue
@@ -105,28 +114,25 @@ def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float
         frames = len(features)
         if frames < MIN_SECONDS * FRAMES_PER_SECOND:
             continue
-        if frames <= width:
-            short.append(features)
-            times_short.append((start, end))
+        if frames <= width:  # one shorter window: a batch of its own (the model takes any length)
+            vectors.append(_run(session(threads), features[None]))
+            times.append((start, end))
             continue
         firsts = list(range(0, frames - width + 1, step))
         if firsts[-1] + width < frames:
             firsts.append(frames - width)  # the last window ends with the region
         for first in firsts:
-            full.append(features[first: first + width])
-            times_full.append((start + first / FRAMES_PER_SECOND, start + (first + width) / FRAMES_PER_SECOND))
-    vectors = []
-    model = session(threads) if full or short else None
-    for i in range(0, len(full), BATCH):
-        vectors.append(_run(model, np.stack(full[i: i + BATCH])))
-    for features in short:
-        vectors.append(_run(model, features[None]))
+            pending.append(features[first: first + width])
+            pending_times.append((start + first / FRAMES_PER_SECOND, start + (first + width) / FRAMES_PER_SECOND))
+            if len(pending) == BATCH:
+                flush()
+    flush()
     if not vectors:
         return Embeddings.empty()
-    times = np.array(times_full + times_short, np.float32) + offset
+    found = np.array(times, np.float32) + offset
     vectors = np.concatenate(vectors)
-    order = np.argsort(times[:, 0], kind="stable")
-    return Embeddings(times[order], vectors[order])
+    order = np.argsort(found[:, 0], kind="stable")
+    return Embeddings(found[order], vectors[order])
 
 
 def _run(model, batch: np.ndarray) -> np.ndarray:
