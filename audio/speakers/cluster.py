@@ -1,11 +1,17 @@
 """Which window is whose: speaker count and labels from the windows' embeddings (numpy only).
 
-Many windows: spectral clustering. The cosine-similarity graph keeps each window's strongest
-neighbours only (p-pruning), the eigengap of its Laplacian tells how many speakers there are,
-and k-means on the leading eigenvectors groups the windows. Few windows (too few for a stable
-spectrum): average-linkage agglomeration. Either way, clusters whose mean voices are closer
-than MERGE_SIMILARITY are joined afterwards, so one speaker is not split in two by a change of
-tone or microphone, and clusters too small to be a speaker join their nearest neighbour.
+The count is not given: average-linkage agglomeration on cosine similarity, which stops when
+the closest clusters are less alike than LINK_SIMILARITY. (The eigengap of a spectral graph
+was tried first: where windows form tight groups, e.g. a phrase said twice, the graph falls
+apart into many pieces, every gap is zero and it counts one speaker.) Clusters whose mean
+voices are more alike than MERGE_SIMILARITY are then joined, and clusters too small to be a
+speaker join the one most like them, if any is alike enough.
+
+The owner gives the count: spectral clustering (the p-pruned similarity graph's Laplacian,
+k-means on its leading eigenvectors), or agglomeration down to that count for few windows.
+
+A long recording is clustered as means of runs of consecutive windows (at most MAX_POINTS
+points), and each window then takes the speaker most like it.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import numpy as np
 
 MAX_SPEAKERS = 8
 SPECTRAL_MIN_WINDOWS = 40
-MAX_POINTS = 1500            # more windows are clustered as means of consecutive runs of windows
+MAX_POINTS = 1000            # more windows are clustered as means of consecutive runs of windows
 NEIGHBOUR_SHARE = 0.02       # p-pruning: the share of strongest neighbours each window keeps…
 MIN_NEIGHBOURS = 6           # …and never fewer than this
 LINK_SIMILARITY = 0.25       # agglomeration stops when the closest clusters are less alike
@@ -34,7 +40,7 @@ def cluster(vectors: np.ndarray, speakers: int | None = None) -> np.ndarray:
         speakers = min(speakers, n)
     if n > MAX_POINTS:
         return _first_appearance_order(_cluster_runs(vectors, speakers))
-    if n >= SPECTRAL_MIN_WINDOWS:
+    if speakers is not None and n >= SPECTRAL_MIN_WINDOWS:
         labels = _spectral(vectors, speakers)
     else:
         labels = _agglomerate(vectors, speakers)
@@ -101,23 +107,24 @@ def _kmeans(points: np.ndarray, k: int, rounds: int = 5, iterations: int = 100) 
 
 def _agglomerate(vectors: np.ndarray, speakers: int | None) -> np.ndarray:
     """Average linkage on cosine similarity, until `speakers` clusters or until the closest two
-    are less alike than LINK_SIMILARITY."""
-    members = [[i] for i in range(len(vectors))]
+    are less alike than LINK_SIMILARITY. Merged rows are blanked, not removed, so each merge
+    costs one pass over the matrix (MAX_POINTS bounds it)."""
+    n = len(vectors)
+    members = {i: [i] for i in range(n)}
     similarity = (vectors @ vectors.T).astype(np.float64)
     np.fill_diagonal(similarity, -np.inf)
     while len(members) > (speakers or 1):
         a, b = np.unravel_index(np.argmax(similarity), similarity.shape)
         if speakers is None and similarity[a, b] < LINK_SIMILARITY:
             break
-        a, b = min(a, b), max(a, b)
         size_a, size_b = len(members[a]), len(members[b])
         merged = (similarity[a] * size_a + similarity[b] * size_b) / (size_a + size_b)
         similarity[a], similarity[:, a] = merged, merged
+        similarity[b], similarity[:, b] = -np.inf, -np.inf
         similarity[a, a] = -np.inf
-        similarity = np.delete(np.delete(similarity, b, 0), b, 1)
         members[a] += members.pop(b)
-    labels = np.zeros(len(vectors), np.int64)
-    for label, group in enumerate(members):
+    labels = np.zeros(n, np.int64)
+    for label, group in enumerate(members.values()):
         labels[group] = label
     return labels
 

@@ -22,7 +22,7 @@ MODEL_SHA256 = "a4c5cf5ecb0a86efad55495697ce16a2a6344e4a3d7a481bfc75958a8dc1cb18
 WINDOW_SECONDS = 1.5
 SHIFT_SECONDS = 0.75
 MIN_SECONDS = 0.4
-BATCH = 32
+BATCH = 8                    # windows per model call: larger batches cost more memory, not less CPU
 FRAMES_PER_SECOND = 100  # a 10 ms frame shift
 DIMENSIONS = 192
 
