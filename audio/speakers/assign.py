@@ -7,6 +7,7 @@ speaker is split there, so no segment, cue or paragraph ever spans two speakers.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,32 +41,38 @@ def turns(times: np.ndarray, labels: np.ndarray) -> list[Turn]:
     return [Turn(round(a, 3), round(b, 3), s) for a, b, s in spans if b > a]
 
 
-def speaker_of(start: float, end: float, turns_: list[Turn]) -> str | None:
-    """The speaker whose turns overlap [start, end] most; the nearest turn's in a pause."""
+def speaker_of(start: float, end: float, turns_: list[Turn], starts: list[float] | None = None) -> str | None:
+    """The speaker whose turns overlap [start, end] most; the nearest turn's in a pause.
+    `turns_` are in time order and do not overlap (as `turns` makes them), so only the turns
+    around the word are looked at."""
     if not turns_:
         return None
+    after = bisect.bisect_left(starts if starts is not None else [t.start for t in turns_], end)
     overlap: dict[str, float] = {}
-    for turn in turns_:
-        shared = min(end, turn.end) - max(start, turn.start)
+    i = after - 1
+    while i >= 0 and turns_[i].end > start:
+        shared = min(end, turns_[i].end) - max(start, turns_[i].start)
         if shared > 0:
-            overlap[turn.speaker] = overlap.get(turn.speaker, 0.0) + shared
+            overlap[turns_[i].speaker] = overlap.get(turns_[i].speaker, 0.0) + shared
+        i -= 1
     if overlap:
         return max(overlap, key=overlap.get)
     middle = (start + end) / 2
-    return min(turns_, key=lambda t: min(abs(middle - t.start), abs(middle - t.end))).speaker
+    near = turns_[max(after - 1, 0): after + 1]
+    return min(near, key=lambda t: min(abs(middle - t.start), abs(middle - t.end))).speaker
 
 
 def assign(segments: list[dict], turns_: list[Turn]) -> list[dict]:
     """The segments with `speaker` on each segment and word, split where the speaker changes."""
-    out = []
+    out, starts = [], [t.start for t in turns_]
     for segment in segments:
         words = segment.get("words") or []
         if not words:
-            out.append({**segment, "speaker": speaker_of(segment["start"], segment["end"], turns_)})
+            out.append({**segment, "speaker": speaker_of(segment["start"], segment["end"], turns_, starts)})
             continue
         pieces: list[list[dict]] = []
         for word in words:
-            word = {**word, "speaker": speaker_of(word["start"], word["end"], turns_)}
+            word = {**word, "speaker": speaker_of(word["start"], word["end"], turns_, starts)}
             if pieces and pieces[-1][-1]["speaker"] == word["speaker"]:
                 pieces[-1].append(word)
             else:
