@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speaker diarization: error rate, speed and memory on conversations of known speakers.
 
-    .venv/bin/python bench/diarization.py [--long] [--smoke]
+    .venv/bin/python bench/diarization.py [--long] [--smoke] [--words N]
 
 Conversations are built by joining real recorded utterances of different speakers from the
 benchmark's data (bench/data.py: the LibriVox reader, the card-names and "go forward" speakers
@@ -14,12 +14,18 @@ The reference turns are the pieces' spans, trimmed of leading and trailing silen
 scored frame by frame (10 ms) under the best one-to-one mapping of found to true speakers:
 (missed speech + false alarm + confusion) / reference speech, with no collar and with a
 0.25 s collar (frames within 0.25 s of a reference boundary are not scored), as NIST's md-eval
-defines them. Each conversation is diarized in a fresh process (spawned, holding the conversation's samples
+defines them. With --words N the first N conversations are also recognised (the configured engine, window by
+window as the pipeline does) and each word is given the speaker of the turn it overlaps most:
+"words right" is the share of words (whose middle lies in a reference turn) whose found
+speaker is their true one, each found speaker read as the true one it shares most words with.
+
+Each conversation is diarized in a fresh process (spawned, holding the conversation's samples
 as float32): CPU seconds per audio second and peak RSS are that process's own.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import itertools
 import multiprocessing
 import resource
@@ -133,7 +139,16 @@ def diarized(samples: np.ndarray, queue) -> None:
     turns = diarize(samples)
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    queue.put(([(t.start, t.end, t.speaker) for t in turns], cpu, after.ru_maxrss / 1024))
+    queue.put(([(t.start, t.end, t.speaker) for t in turns], cpu, peak_mb()))
+
+
+def peak_mb() -> float:
+    """This process's peak resident size (VmHWM: unlike ru_maxrss, not inherited across exec
+    from the parent that spawned it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run(name: str, samples: np.ndarray, reference) -> list:
@@ -148,13 +163,51 @@ def run(name: str, samples: np.ndarray, reference) -> list:
     found_speakers = len({f[2] for f in found})
     return [name, round(duration, 1), true_speakers, found_speakers,
             round(100 * der(reference, found, duration, 0.25), 1), round(100 * der(reference, found, duration, 0.0), 1),
-            round(cpu / duration, 4), round(peak)]
+            round(cpu / duration, 4), round(peak), found]
+
+
+_engine = None
+
+
+def word_accuracy(samples: np.ndarray, reference, found) -> tuple[int, int]:
+    """(words labelled with their true speaker, words scored): the configured engine's words,
+    given the found turns' speakers, each found label read as the true speaker it shares most
+    words with. Words whose middle falls outside every reference turn are not scored."""
+    from audio.engines import build, spec
+    from audio.speakers.assign import Turn, assign
+    from audio.windows import windows
+    from service import config
+
+    global _engine
+    _engine = _engine or build(spec(config.load()))
+    engine = _engine
+    pcm = (np.clip(samples, -1, 1) * 32767).astype(np.int16).tobytes()
+    words = []
+    for at, window in windows([pcm]):
+        for segment in engine.recognize(window, "en").segments:
+            words += [{**w, "start": w["start"] + at, "end": w["end"] + at} for w in segment["words"]]
+    labelled = [w for s in assign([{"start": 0, "end": 0, "text": "", "words": words}],
+                                  [Turn(*f) for f in found]) for w in s["words"]]
+    pairs = []
+    for word in labelled:
+        middle = (word["start"] + word["end"]) / 2
+        truth = next((name for start, end, name in reference if start <= middle <= end), None)
+        if truth:
+            pairs.append((word["speaker"], truth))
+    votes: dict = {}
+    for label, truth in pairs:
+        votes.setdefault(label, {}).setdefault(truth, 0)
+        votes[label][truth] += 1
+    meaning = {label: max(count, key=count.get) for label, count in votes.items()}
+    return sum(meaning[label] == truth for label, truth in pairs), len(pairs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--long", action="store_true", help="add a 10- and a 30-minute conversation")
     parser.add_argument("--smoke", action="store_true", help="two short conversations, nothing written")
+    parser.add_argument("--words", type=int, default=0, metavar="N",
+                        help="also recognise the first N conversations and score each word's speaker")
     args = parser.parse_args()
     pieces = pieces_by_speaker()
     plan = [(f"short-{i + 1}", 2 + i % 4, 60 + 15 * (i % 9), i) for i in range(2 if args.smoke else 12)]
@@ -166,6 +219,11 @@ def main() -> None:
         speakers = list(rng.choice(SPEAKERS, size=count, replace=False))
         samples, reference = conversation(pieces, speakers, seconds, seed)
         rows.append(run(name, samples, reference))
+        if len(rows) <= args.words:
+            right, scored = word_accuracy(samples, reference, rows[-1].pop())
+            rows[-1].append(round(100 * right / max(scored, 1), 1))
+        else:
+            rows[-1][-1] = ""
         print(rows[-1], flush=True)
     short = [r for r in rows if r[0].startswith("short")]
     weights = np.array([r[1] for r in short])
@@ -173,10 +231,11 @@ def main() -> None:
         "short_der_collar_pooled": round(float(np.average([r[4] for r in short], weights=weights)), 1),
         "short_der_no_collar_pooled": round(float(np.average([r[5] for r in short], weights=weights)), 1),
         "speaker_count_right": f"{sum(r[2] == r[3] for r in rows)}/{len(rows)}",
+        "engine_for_words": os.environ.get("TRANSCRIBER_WHISPER_MODEL", "the configured one"),
     }
     report("diarization", ["conversation", "seconds", "speakers", "found", "DER % (0.25 s collar)",
                            "DER % (no collar)", "CPU-s per audio-s",
-                           "peak RSS MB"], rows, extra, write=not args.smoke)
+                           "peak RSS MB", "words right %"], rows, extra, write=not args.smoke)
     print(extra)
 
 
