@@ -1,4 +1,10 @@
-"""The transcript in the formats an owner asks for: txt, srt, vtt and json."""
+"""The transcript in the formats an owner asks for: txt, srt, vtt and json.
+
+Where segments carry a `speaker` (a machine label, S1, S2, …: see audio/speakers), every format
+says who speaks: each srt/vtt cue starts with the speaker's name in brackets (a cue never spans
+two segments, and a diarized segment never spans two speakers), txt starts a paragraph at each
+change of speaker, and json keeps `speaker` on segments and words and lists the names.
+"""
 from __future__ import annotations
 
 import json
@@ -111,7 +117,13 @@ def _pieces(words: list[Word]) -> list[list[Word]]:
     return pieces
 
 
-def cues(segments: list[dict]) -> list[Cue]:
+def speaker_name(label: str, names: dict[str, str] | None = None) -> str:
+    """What a reader sees for a speaker: the name its owner gave, else "Speaker N"."""
+    given = (names or {}).get(label)
+    return given or f"Speaker {label.removeprefix('S')}"
+
+
+def cues(segments: list[dict], names: dict[str, str] | None = None) -> list[Cue]:
     """Segments cut into subtitle cues: each at most CUE_SECONDS from its first word's start
     to its last word's end (unless one word lasts longer), and at most two lines of
     LINE_CHARS. A cue never spans two segments; cues are in time order and never overlap (a
@@ -120,7 +132,10 @@ def cues(segments: list[dict]) -> list[Cue]:
     for segment in segments:
         for words in _pieces(_words(segment)):
             start = max(words[0].start, made[-1].end if made else 0.0)
-            made.append(Cue(start, max(words[-1].end, start), _lines(words)))
+            lines = _lines(words)
+            if segment.get("speaker"):
+                lines = [f"[{speaker_name(segment['speaker'], names)}] {lines[0]}", *lines[1:]]
+            made.append(Cue(start, max(words[-1].end, start), lines))
     return made
 
 
@@ -128,24 +143,48 @@ def _json_segment(segment: dict) -> dict:
     """The segment with its words trimmed of whitespace and timed to the millisecond."""
     if "words" not in segment:
         return segment
-    words = [{"word": w["word"].strip(), "start": round(w["start"], 3), "end": round(w["end"], 3)}
+    words = [{"word": w["word"].strip(), "start": round(w["start"], 3), "end": round(w["end"], 3),
+              **({"speaker": w["speaker"]} if w.get("speaker") else {})}
              for w in segment["words"] or () if w["word"].strip()]
     return {**segment, "words": words}
 
 
-def render(fmt: str, text: str, segments: list[dict], duration: float | None = None) -> str:
-    """The transcript in `fmt`; raises ValueError for a format not in FORMATS."""
+def speaker_paragraphs(segments: list[dict], names: dict[str, str] | None = None) -> str:
+    """The text as paragraphs, one per speaker turn, each opened with the speaker's name."""
+    paragraphs: list[list] = []
+    for segment in segments:
+        text = (segment.get("text") or "").strip()
+        if not text:
+            continue
+        if paragraphs and paragraphs[-1][0] == segment.get("speaker"):
+            paragraphs[-1][1].append(text)
+        else:
+            paragraphs.append([segment.get("speaker"), [text]])
+    return "\n\n".join((f"[{speaker_name(who, names)}] " if who else "") + " ".join(texts)
+                       for who, texts in paragraphs)
+
+
+def render(fmt: str, text: str, segments: list[dict], duration: float | None = None,
+           names: dict[str, str] | None = None) -> str:
+    """The transcript in `fmt`; raises ValueError for a format not in FORMATS. `names` are the
+    owner's names for the speaker labels the segments carry, if any."""
+    diarized = any(s.get("speaker") for s in segments)
     if fmt == "txt":
+        if diarized:
+            text = speaker_paragraphs(segments, names)
         return text + "\n" if text else ""
     if fmt == "json":
-        return json.dumps({"text": text, "duration_seconds": duration,
-                           "segments": [_json_segment(s) for s in segments]}, ensure_ascii=False)
+        document = {"text": text, "duration_seconds": duration, "segments": [_json_segment(s) for s in segments]}
+        if diarized:
+            labels = sorted({s["speaker"] for s in segments if s.get("speaker")}, key=lambda x: int(x[1:]))
+            document["speakers"] = {label: speaker_name(label, names) for label in labels}
+        return json.dumps(document, ensure_ascii=False)
     if fmt == "srt":
         blocks = [f"{i}\n{_clock(c.start, ',')} --> {_clock(c.end, ',')}\n" + "\n".join(c.lines) + "\n"
-                  for i, c in enumerate(cues(segments), 1)]
+                  for i, c in enumerate(cues(segments, names), 1)]
         return "\n".join(blocks)
     if fmt == "vtt":
         blocks = [f"{_clock(c.start, '.')} --> {_clock(c.end, '.')}\n" + "\n".join(c.lines) + "\n"
-                  for c in cues(segments)]
+                  for c in cues(segments, names)]
         return "WEBVTT\n\n" + "\n".join(blocks)
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")

@@ -183,3 +183,31 @@ def test_json_keeps_words():
     assert data["segments"][0]["words"] == [{"word": "Hello", "start": 0.0, "end": 0.512},
                                             {"word": "world", "start": 0.6, "end": 1.2}]
     assert data["segments"][0]["text"] == " Hello world" and data["segments"][1] == SEGMENTS[1]
+
+
+DIARIZED = [
+    {"start": 0.0, "end": 1.0, "text": "good morning", "speaker": "S1",
+     "words": [{"word": "good", "start": 0.0, "end": 0.4, "speaker": "S1"},
+               {"word": "morning", "start": 0.5, "end": 1.0, "speaker": "S1"}]},
+    {"start": 1.5, "end": 2.0, "text": "hi", "speaker": "S2",
+     "words": [{"word": "hi", "start": 1.5, "end": 2.0, "speaker": "S2"}]},
+    {"start": 2.5, "end": 3.0, "text": "how are you", "speaker": "S1"},
+]
+
+
+def test_speakers_in_every_format():
+    """Issue 19 (outputs): cues start with the speaker's label or the owner's name, txt has a
+    paragraph per speaker turn, json keeps `speaker` on segments and words and lists names."""
+    names = {"S2": "Bob"}
+    assert render("srt", "", DIARIZED, names=names) == (
+        "1\n00:00:00,000 --> 00:00:01,000\n[Speaker 1] good morning\n\n"
+        "2\n00:00:01,500 --> 00:00:02,000\n[Bob] hi\n\n"
+        "3\n00:00:02,500 --> 00:00:03,000\n[Speaker 1] how are you\n")
+    assert "\n[Bob] hi\n" in render("vtt", "", DIARIZED, names=names)
+    assert render("txt", "good morning hi how are you", DIARIZED, names=names) == (
+        "[Speaker 1] good morning\n\n[Bob] hi\n\n[Speaker 1] how are you\n")
+    document = json.loads(render("json", "good morning hi how are you", DIARIZED, names=names))
+    assert document["speakers"] == {"S1": "Speaker 1", "S2": "Bob"}
+    assert [s["speaker"] for s in document["segments"]] == ["S1", "S2", "S1"]
+    assert document["segments"][0]["words"][1]["speaker"] == "S1"
+    assert "speakers" not in json.loads(render("json", "hello there", SEGMENTS))

@@ -1,0 +1,87 @@
+"""Speaker turns from labelled windows, and each transcript word's speaker.
+
+Neighbouring windows overlap (a window every SHIFT_SECONDS, each WINDOW_SECONDS long), so the
+time two of them share is split at its middle. A word gets the speaker whose turns overlap it
+most (the nearest turn when it falls in a pause); a transcript segment whose words change
+speaker is split there, so no segment, cue or paragraph ever spans two speakers.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Turn:
+    start: float
+    end: float
+    speaker: str
+
+
+def label(index: int) -> str:
+    """A speaker's stable machine label: S1, S2, … in order of first appearance."""
+    return f"S{index + 1}"
+
+
+def turns(times: np.ndarray, labels: np.ndarray) -> list[Turn]:
+    """Speaker turns from windows (start/end rows, sorted by start) and their labels."""
+    spans: list[list] = []
+    for i, (start, end) in enumerate(times.tolist()):
+        if i + 1 < len(times) and times[i + 1][0] < end:
+            end = (times[i + 1][0] + end) / 2
+        if spans and spans[-1][1] > start:
+            start = spans[-1][1]
+        speaker = label(int(labels[i]))
+        if spans and spans[-1][2] == speaker and start - spans[-1][1] < 1e-6:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end, speaker])
+    return [Turn(round(a, 3), round(b, 3), s) for a, b, s in spans if b > a]
+
+
+def speaker_of(start: float, end: float, turns_: list[Turn], starts: list[float] | None = None) -> str | None:
+    """The speaker whose turns overlap [start, end] most; the nearest turn's in a pause.
+    `turns_` are in time order and do not overlap (as `turns` makes them), so only the turns
+    around the word are looked at."""
+    if not turns_:
+        return None
+    after = bisect.bisect_left(starts if starts is not None else [t.start for t in turns_], end)
+    overlap: dict[str, float] = {}
+    i = after - 1
+    while i >= 0 and turns_[i].end > start:
+        shared = min(end, turns_[i].end) - max(start, turns_[i].start)
+        if shared > 0:
+            overlap[turns_[i].speaker] = overlap.get(turns_[i].speaker, 0.0) + shared
+        i -= 1
+    if overlap:
+        return max(overlap, key=overlap.get)
+    middle = (start + end) / 2
+    near = turns_[max(after - 1, 0): after + 1]
+    return min(near, key=lambda t: min(abs(middle - t.start), abs(middle - t.end))).speaker
+
+
+def assign(segments: list[dict], turns_: list[Turn]) -> list[dict]:
+    """The segments with `speaker` on each segment and word, split where the speaker changes."""
+    out, starts = [], [t.start for t in turns_]
+    for segment in segments:
+        words = segment.get("words") or []
+        if not words:
+            out.append({**segment, "speaker": speaker_of(segment["start"], segment["end"], turns_, starts)})
+            continue
+        pieces: list[list[dict]] = []
+        for word in words:
+            word = {**word, "speaker": speaker_of(word["start"], word["end"], turns_, starts)}
+            if pieces and pieces[-1][-1]["speaker"] == word["speaker"]:
+                pieces[-1].append(word)
+            else:
+                pieces.append([word])
+        if len(pieces) == 1:
+            out.append({**segment, "words": pieces[0], "speaker": pieces[0][0]["speaker"]})
+            continue
+        for piece in pieces:
+            out.append({**segment, "start": piece[0]["start"], "end": piece[-1]["end"],
+                        "text": " ".join(w["word"] for w in piece), "words": piece,
+                        "speaker": piece[0]["speaker"]})
+    return out
