@@ -1,7 +1,7 @@
 -- Statements the benchmarks (bench/) use to set up their scratch databases; never the service.
 
 -- name: bench_reset
-TRUNCATE events, records RESTART IDENTITY;
+TRUNCATE events, record_windows, records RESTART IDENTITY;
 
 -- name: bench_fill
 -- `count` records at stage created, accepted in this order, sharing one audio blob.
@@ -25,9 +25,12 @@ FROM generate_series(1, %(count)s);
 ANALYZE records;
 
 -- name: bench_index_size
-SELECT pg_relation_size('records_claimable') AS claimable_bytes,
+-- The claim's indexes: the partial ones on records but the converted audio's.
+SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) AS claimable_bytes,
        pg_relation_size('records_pkey') AS pkey_bytes,
-       (SELECT count(*) FROM records) AS rows;
+       (SELECT count(*) FROM records) AS rows
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'records'::regclass AND i.indpred IS NOT NULL AND c.relname <> 'records_converted_blob';
 
 -- name: bench_xact_count
 SELECT xact_commit + xact_rollback AS transactions FROM pg_stat_database WHERE datname = current_database();
@@ -42,3 +45,57 @@ SET plan_cache_mode = force_generic_plan;
 
 -- name: bench_explain
 EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement};
+
+-- name: bench_design_before
+-- The claim index before migration 15 (issue 16 §1), for the side-by-side measure: available_at,
+-- which moves with every lease renewal.
+DROP INDEX records_queued;
+DROP INDEX records_held;
+CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;
+
+-- name: bench_claim_before
+-- The claim as it was before migration 15 (with issue 16 §3's count of lost leases): one
+-- index in available_at order.
+WITH candidate AS (
+    SELECT id FROM records
+    WHERE stage = %(stage)s
+      AND available_at <= now()
+    ORDER BY available_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE records r
+    SET claim_token = nextval('claim_tokens'),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+        lost_leases = r.lost_leases + (r.claim_token IS NOT NULL AND NOT EXISTS (
+            SELECT FROM record_windows w WHERE w.record_id = r.id AND w.claim_token = r.claim_token))::int
+    FROM candidate c
+    WHERE r.id = c.id
+    RETURNING r.id, r.claim_token, r.stage, r.lease_expires_at, r.lost_leases,
+              r.stage_entered_at < now() - make_interval(secs => %(time_limit_seconds)s) AS overdue
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'claimed', stage,
+           jsonb_build_object('claim_token', claim_token, 'lease_expires_at', lease_expires_at,
+                              'lost_leases', lost_leases)
+    FROM claimed
+)
+SELECT id, claim_token, overdue, lost_leases FROM claimed;
+
+-- name: bench_claim_some
+-- Claims `count` eligible records at once (the renewals' subjects), under tokens of their own:
+-- one in 200, as records claimed at different moments lie apart in the table.
+UPDATE records SET claim_token = nextval('claim_tokens'), lease_expires_at = now() + interval '1 minute'
+WHERE id IN (SELECT id FROM records WHERE stage = 'created' AND claim_token IS NULL AND failures = 0
+             AND id %% 200 = 0 ORDER BY id LIMIT %(count)s)
+RETURNING id, claim_token;
+
+-- name: bench_updates
+-- Updates of records and how many of them were HOT, as the statistics collector has them.
+SELECT n_tup_upd AS updated, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'records';
+
+-- name: bench_flush_stats
+SELECT pg_stat_force_next_flush();
+
+-- name: bench_fresh_stats
+SELECT pg_stat_clear_snapshot();

@@ -2,19 +2,28 @@
 -- AND this claim's token, and appends its journal event in the same statement.
 
 -- name: claim
--- Selects the oldest eligible record of a stage and claims it under a new token, in one
--- statement. Returns only the id and the token (INV-2), whether the record has overstayed its
--- stage, and how many of its leases were lost (past a limit the claimer halts it).
--- Ties of available_at are broken by the id.
-WITH candidate AS (
-    SELECT id FROM records
-    -- available_at (migration 6): NULL when done or halted, later than now() while leased or
-    -- paused; the partial index records_claimable holds claimable rows in this order
-    WHERE stage = %(stage)s
-      AND available_at <= now()
-    ORDER BY available_at, id
+-- Selects an eligible record of a stage and claims it under a new token, in one statement.
+-- Returns only the id and the token (INV-2), whether the record has overstayed its stage, and
+-- how many of its leases were lost (past a limit the claimer halts it).
+-- A record whose holder ran out of lease is taken over first (its work was started before any
+-- record still queued), the oldest lease end first; then the record queued longest. The id breaks
+-- ties. Neither index holds the lease, so renewals are HOT updates (migration 15).
+WITH held AS (
+    SELECT id FROM records                 -- records_held: a handful, their leases filtered
+    WHERE stage = %(stage)s AND claim_token IS NOT NULL AND halted_at IS NULL
+      AND lease_expires_at <= now()
+    ORDER BY lease_expires_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), queued AS (
+    SELECT id FROM records                 -- records_queued: claimable rows in this order
+    WHERE stage = %(stage)s AND queued_at <= now()
+      AND NOT EXISTS (SELECT FROM held)    -- evaluated once, before the scan: no lock if held won
+    ORDER BY queued_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), candidate AS (
+    SELECT id FROM held UNION ALL SELECT id FROM queued
 ), claimed AS (
     UPDATE records r
     SET claim_token = nextval('claim_tokens'),
