@@ -33,15 +33,22 @@ from db import Database, Store  # noqa: E402
 from db.queries import compose, query  # noqa: E402
 
 PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30}
-DESIGNS = {"before": "bench_claim_before", "now": "claim"}
+DESIGNS = {"before": ("bench_claim_other", "bench_picks_before"), "now": ("claim", None)}
 
 
-def claim_cost(db: Database, samples: int, claim: str) -> tuple[float, float]:
+def claim_statement(design: tuple[str, str | None]):
+    """The claim statement of a design: the service's own, or an earlier one's picks composed
+    with the claim's update and journal line."""
+    name, picks = design
+    return query(name) if picks is None else compose(name, picks=query(picks))
+
+
+def claim_cost(db: Database, samples: int, claim) -> tuple[float, float]:
     """Median execution milliseconds and buffers touched of one claim."""
     times, buffers = [], []
     with db.transaction() as conn:
         conn.execute(query("bench_generic_plans"))
-        statement = compose("bench_explain", statement=query(claim))
+        statement = compose("bench_explain", statement=claim)
         for _ in range(samples):
             with conn.transaction(force_rollback=True):
                 plan = conn.execute(statement, PARAMS).fetchone()["QUERY PLAN"][0]
@@ -88,7 +95,7 @@ def fill(db: Database, owner: int, blob: int, named: str, count: int) -> None:
 
 def one_run(url: str, design: str, done: int, samples: int, renewals: int) -> dict:
     found = {}
-    claim = DESIGNS[design]
+    claim = claim_statement(DESIGNS[design])
     with Database(url, max_size=2) as db:
         store = Store(db)
         owner = store.owner_by_name("bench")["id"]

@@ -32,8 +32,8 @@ def _paused_at_the_head(store, owner, count: int) -> int:
     blob, _ = store.store_blob([b"x"], "application/octet-stream")
     with store.db.transaction() as conn:
         conn.execute(
-            "INSERT INTO records (owner_id, original_blob_id, stage_entered_at, retry_after) "
-            "SELECT %(owner)s, %(blob)s, now() - interval '1 hour', now() + interval '1 hour' "
+            "INSERT INTO records (owner_id, original_blob_id, stage_entered_at, retry_after, failures) "
+            "SELECT %(owner)s, %(blob)s, now() - interval '1 hour', now() + interval '1 hour', 1 "
             "FROM generate_series(1, %(count)s)",
             {"owner": owner["id"], "blob": blob, "count": count})
         conn.execute("ANALYZE records")
@@ -42,15 +42,15 @@ def _paused_at_the_head(store, owner, count: int) -> int:
 
 def test_the_claim_uses_the_partial_indexes_in_a_generic_plan(store, owner):
     """issue 10 §2, issue 16 §1: EXPLAIN of the claim (generic plan, as prepared statements get)
-    scans records_queued, whose rows are claimable ones only, and records_held, the claimed ones;
-    neither holds the lease."""
+    scans records_turns and records_retrying, whose rows are claimable ones only, and records_held,
+    the claimed ones; none holds the lease."""
     add_record(store, owner)
     with store.db.transaction() as conn:
         plan = _plan(conn)
         definitions = [conn.execute("SELECT pg_get_indexdef(%s::regclass) AS d", [name]).fetchone()["d"]
-                       for name in ("records_queued", "records_held")]
-    assert {"records_queued", "records_held"} <= {n.get("Index Name") for n in _nodes(plan["Plan"])}
-    assert "WHERE (queued_at IS NOT NULL)" in definitions[0]
+                       for name in ("records_turns", "records_retrying", "records_held")]
+    assert {"records_turns", "records_retrying", "records_held"} <= {n.get("Index Name") for n in _nodes(plan["Plan"])}
+    assert "WHERE ((queued_at IS NOT NULL) AND (failures = 0))" in definitions[0]
     assert "lease" not in " ".join(definitions) and "available_at" not in " ".join(definitions)
 
 

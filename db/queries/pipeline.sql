@@ -5,9 +5,10 @@
 -- Selects an eligible record of a stage and claims it under a new token, in one statement.
 -- Returns only the id and the token (INV-2), whether the record has overstayed its stage, and
 -- how many of its leases were lost (past a limit the claimer halts it).
--- A record whose holder ran out of lease is taken over first (its work was started before any
--- record still queued), the oldest lease end first; then the record queued longest. The id breaks
--- ties. Neither index holds the lease, so renewals are HOT updates (migration 15).
+-- The order: a record whose holder ran out of lease (its work started before anything queued),
+-- oldest lease end first; then a record whose retry pause is over, the oldest pause end first;
+-- then new work by turn, so that owners take turns (migration 16). The id breaks ties. No index
+-- used here holds the lease, so renewals are HOT updates (migration 15).
 WITH held AS (
     SELECT id FROM records                 -- records_held: a handful, their leases filtered
     WHERE stage = %(stage)s AND claim_token IS NOT NULL AND halted_at IS NULL
@@ -15,15 +16,22 @@ WITH held AS (
     ORDER BY lease_expires_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
-), queued AS (
-    SELECT id FROM records                 -- records_queued: claimable rows in this order
-    WHERE stage = %(stage)s AND queued_at <= now()
+), retrying AS (
+    SELECT id FROM records                 -- records_retrying: paused records sit beyond now()
+    WHERE stage = %(stage)s AND queued_at <= now() AND failures > 0
       AND NOT EXISTS (SELECT FROM held)    -- evaluated once, before the scan: no lock if held won
     ORDER BY queued_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), fresh AS (
+    SELECT id FROM records                 -- records_turns: new work, owners taking turns
+    WHERE stage = %(stage)s AND queued_at <= now() AND failures = 0
+      AND NOT EXISTS (SELECT FROM held) AND NOT EXISTS (SELECT FROM retrying)
+    ORDER BY turn, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
 ), candidate AS (
-    SELECT id FROM held UNION ALL SELECT id FROM queued
+    SELECT id FROM held UNION ALL SELECT id FROM retrying UNION ALL SELECT id FROM fresh
 ), claimed AS (
     UPDATE records r
     SET claim_token = nextval('claim_tokens'),
