@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
 """What one claim costs the database as the table grows and with paused records at the head of
-the queue, and the claim index's size. Prints a table, writes bench/results/claim_index.json.
+the queue, how many lease renewals are HOT updates, and the claim indexes' size: the claim as it
+is now beside the one before migration 15 (issue 16 §1). Prints a table, writes
+bench/results/claim_index.json.
 
-    .venv/bin/python bench/claim_index.py [--done N] [--samples S] [--runs R]   (defaults 1000000, 50, 3)
+    .venv/bin/python bench/claim_index.py [--done N] [--samples S] [--runs R] [--renewals K]
+                                          (defaults 1000000, 50, 3, 500)
 
 Each case is timed by the server itself: EXPLAIN (ANALYZE, BUFFERS) of the claim statement as
 workers send it (a prepared, generic plan), rolled back so every sample sees the same table.
 Cases: 10k eligible records; the same with 10k paused records accepted before them (waiting out
 a retry pause, so they sit at the head of the claim order); the same with N done records besides.
-Then the size of the claim index per million claimable rows (measured on 100k) and with the N
-done rows (which it does not hold). Figures are medians of S samples, then of R runs.
+Then K lease renewals (each its own transaction, over 10 claimed records lying apart: K/10 each,
+as steps running for minutes renew) with all those rows in
+the table, and how many of them the server counted as HOT updates. "before" is the same
+database with the indexes of migration 6 and its claim statement (available_at order).
+Figures are medians of S samples, then of R runs.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -26,20 +33,57 @@ from db import Database, Store  # noqa: E402
 from db.queries import compose, query  # noqa: E402
 
 PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30}
+DESIGNS = {"before": ("bench_claim_other", "bench_picks_before"), "now": ("claim", None)}
 
 
-def claim_cost(db: Database, samples: int) -> tuple[float, float]:
+def claim_statement(design: tuple[str, str | None]):
+    """The claim statement of a design: the service's own, or an earlier one's picks composed
+    with the claim's update and journal line."""
+    name, picks = design
+    return query(name) if picks is None else compose(name, picks=query(picks))
+
+
+def claim_cost(db: Database, samples: int, claim) -> tuple[float, float]:
     """Median execution milliseconds and buffers touched of one claim."""
     times, buffers = [], []
     with db.transaction() as conn:
         conn.execute(query("bench_generic_plans"))
-        statement = compose("bench_explain", statement=query("claim"))
+        statement = compose("bench_explain", statement=claim)
         for _ in range(samples):
             with conn.transaction(force_rollback=True):
                 plan = conn.execute(statement, PARAMS).fetchone()["QUERY PLAN"][0]
             times.append(plan["Execution Time"])
             buffers.append(plan["Plan"]["Shared Hit Blocks"] + plan["Plan"]["Shared Read Blocks"])
     return median(times), median(buffers)
+
+
+def hot_ratio(db: Database, renewals: int) -> float:
+    """The share of `renewals` lease renewals (each its own transaction) that were HOT updates."""
+    with db.transaction() as conn:
+        claims = conn.execute(query("bench_claim_some"), {"count": 10}).fetchall()
+    counts = _settled_updates(db, None)
+    with db.connection() as conn:
+        for n in range(renewals):
+            claim = claims[n % len(claims)]
+            conn.execute(query("renew_lease"), {"id": claim["id"], "token": claim["claim_token"],
+                                                "lease_seconds": 60 + n, "progress_seconds": float(n)})
+    after = _settled_updates(db, counts["updated"] + renewals)
+    return (after["hot"] - counts["hot"]) / renewals
+
+
+def _settled_updates(db: Database, expected: int | None) -> dict:
+    """The server's update counts of records once they include `expected` updates (reported by
+    every backend), or as they stand."""
+    deadline = time.monotonic() + 60
+    while True:
+        with db.connection() as conn:
+            conn.execute(query("bench_flush_stats"))
+        with db.connection() as conn:
+            conn.execute(query("bench_fresh_stats"))
+            counts = conn.execute(query("bench_updates")).fetchone()
+        if expected is None or counts["updated"] >= expected or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.2)
 
 
 def fill(db: Database, owner: int, blob: int, named: str, count: int) -> None:
@@ -49,8 +93,9 @@ def fill(db: Database, owner: int, blob: int, named: str, count: int) -> None:
         conn.execute(query("bench_analyze"))
 
 
-def one_run(url: str, done: int, samples: int) -> dict:
+def one_run(url: str, design: str, done: int, samples: int, renewals: int) -> dict:
     found = {}
+    claim = claim_statement(DESIGNS[design])
     with Database(url, max_size=2) as db:
         store = Store(db)
         owner = store.owner_by_name("bench")["id"]
@@ -58,20 +103,14 @@ def one_run(url: str, done: int, samples: int) -> dict:
         with db.transaction() as conn:
             conn.execute(query("bench_reset"))
         fill(db, owner, blob, "bench_fill", 10_000)
-        found["10k eligible"] = claim_cost(db, samples)
+        found["10k eligible"] = claim_cost(db, samples, claim)
         fill(db, owner, blob, "bench_pause_head", 10_000)
-        found["10k eligible + 10k paused at the head"] = claim_cost(db, samples)
+        found["10k eligible + 10k paused at the head"] = claim_cost(db, samples, claim)
         fill(db, owner, blob, "bench_finish", done)
-        found[f"... + {done // 1000}k done"] = claim_cost(db, samples)
+        found[f"... + {done // 1000}k done"] = claim_cost(db, samples, claim)
+        found["hot"] = hot_ratio(db, renewals)
         with db.connection() as conn:
-            sizes = conn.execute(query("bench_index_size")).fetchone()
-        found["index bytes with done rows"] = sizes["claimable_bytes"]
-        with db.transaction() as conn:
-            conn.execute(query("bench_reset"))
-        fill(db, owner, blob, "bench_fill", 100_000)
-        with db.connection() as conn:
-            found["index bytes per million claimable"] = conn.execute(query("bench_index_size")).fetchone()[
-                "claimable_bytes"] * 10
+            found["index bytes"] = conn.execute(query("bench_index_size")).fetchone()["claimable_bytes"]
     return found
 
 
@@ -80,31 +119,37 @@ def main() -> None:
     parser.add_argument("--done", type=int, default=1_000_000)
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--renewals", type=int, default=500)
     parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
     args = parser.parse_args()
     from service import logs
 
     logs.configure(level="WARNING")
-    with scratch_database() as url:
-        with Database(url, max_size=2) as db:
-            db.migrate()
-            Store(db).add_owner("bench")
-        runs = [one_run(url, args.done, args.samples) for _ in range(args.runs)]
-    cases = [k for k in runs[0] if not k.startswith("index")]
-    base = median([r[cases[0]][0] for r in runs])
+    runs: dict[str, list[dict]] = {design: [] for design in DESIGNS}
+    for _ in range(args.runs):
+        for design in DESIGNS:  # a database of its own each, the two alternating
+            with scratch_database() as url:
+                with Database(url, max_size=2) as db:
+                    db.migrate()
+                    Store(db).add_owner("bench")
+                    if design == "before":
+                        with db.transaction() as conn:
+                            conn.execute(query("bench_design_before"))
+                runs[design].append(one_run(url, design, args.done, args.samples, args.renewals))
     rows = []
-    for case in cases:
-        ms = median([r[case][0] for r in runs])
-        rows.append([case, round(ms, 3), round(median([r[case][1] for r in runs])),
-                     round(median([r[case][0] / r[cases[0]][0] for r in runs]), 2)])
-    per_million = median([r["index bytes per million claimable"] for r in runs]) / 2**20
-    with_done = median([r["index bytes with done rows"] for r in runs]) / 2**20
-    print(f"records_claimable: {per_million:.1f} MB per million claimable rows; "
-          f"{with_done:.2f} MB with 10k eligible + 10k paused + {args.done} done rows")
-    report("claim_index", ["case", "claim ms", "buffers", "vs 10k eligible"], rows,
-           {"index_mb_per_million_claimable": round(per_million, 1),
-            "index_mb_with_done_rows": round(with_done, 2), "done_rows": args.done,
-            "samples": args.samples, "runs": args.runs, "base_ms": base}, write=not args.no_write)
+    for design, found in runs.items():
+        cases = [k for k in found[0] if k not in ("hot", "index bytes")]
+        for case in cases:
+            rows.append([design, case, round(median([r[case][0] for r in found]), 3),
+                         round(median([r[case][1] for r in found])),
+                         round(median([r[case][0] / r[cases[0]][0] for r in found]), 2)])
+        rows.append([design, f"{args.renewals} lease renewals: HOT share", round(median([r["hot"] for r in found]), 3),
+                     "", ""])
+        rows.append([design, "claim index MB (all rows above)",
+                     round(median([r["index bytes"] for r in found]) / 2**20, 2), "", ""])
+    report("claim_index", ["design", "case", "claim ms / value", "buffers", "vs 10k eligible"], rows,
+           {"done_rows": args.done, "samples": args.samples, "runs": args.runs, "renewals": args.renewals},
+           write=not args.no_write)
 
 
 if __name__ == "__main__":

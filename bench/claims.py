@@ -155,6 +155,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--claimers", type=int, nargs="+", default=list(CLAIMERS),
+                        help="the numbers of concurrent claimers to measure (default 1 2 4 8)")
     parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
     args = parser.parse_args()
     import os
@@ -175,7 +177,7 @@ def main() -> None:
         blob, _ = store.store_blob([b"x"], "application/octet-stream")
         other = procrastinate_side(url)
         for run in range(args.runs):
-            for claimers in CLAIMERS:
+            for claimers in args.claimers:
                 sides = ("bare", "service") if run % 2 == 0 else ("service", "bare")
                 for side in sides:
                     results.setdefault((side, claimers), []).append(
@@ -184,7 +186,7 @@ def main() -> None:
                     results.setdefault(("procrastinate", claimers), []).append(
                         procrastinate_cycles(other, claimers, args.records))
     rows = []
-    for claimers in CLAIMERS:
+    for claimers in args.claimers:
         bare = [r[0] for r in results[("bare", claimers)]]
         service = [r[0] for r in results[("service", claimers)]]
         ratios = [s / b for s, b in zip(service, bare)]

@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from db.blobs import discard_blob
 from db.database import Database
-from db.queries import assignments, compose, query
+from db.queries import assignments, compose, query, text
 from domain.claims import NO_WORK, CheckpointRefused, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
@@ -58,7 +58,7 @@ class Pipeline:
         }
         while True:
             with self.db.connection() as conn:
-                row = conn.execute(query("claim"), params).fetchone()
+                row = conn.execute(text("claim"), params).fetchone()
                 if row is None:
                     return NO_WORK
                 claim = Claim(row["id"], row["claim_token"], step)
@@ -79,7 +79,7 @@ class Pipeline:
     def read_record(self, record_id: int) -> dict | None:
         """The step's ordinary read of the record's columns, whatever columns there are (INV-2)."""
         with self.db.connection() as conn:
-            return conn.execute(query("read_record"), {"id": record_id}).fetchone()
+            return conn.execute(text("read_record"), {"id": record_id}).fetchone()
 
     def save_result(self, claim: Claim, fields: dict[str, object]) -> bool:
         """Advance the record with the fields its step owns, only while the claim is its own (P3).
@@ -138,7 +138,7 @@ class Pipeline:
         """Extend the lease of a running step; False once the claim is no longer its own."""
         with self.db.connection() as conn:
             row = conn.execute(
-                query("renew_lease"),
+                text("renew_lease"),
                 {"id": claim.record_id, "token": claim.token, "lease_seconds": lease_seconds,
                  "progress_seconds": progress_seconds},
             ).fetchone()
@@ -155,7 +155,7 @@ class Pipeline:
         at the record's last checkpoint: that run is a failed attempt, not a lost claim."""
         with self.db.connection() as conn:
             row = conn.execute(
-                query("checkpoint"),
+                text("checkpoint"),
                 {"id": claim.record_id, "token": claim.token, "from_seconds": from_seconds,
                  "to_seconds": to_seconds, "segments": Jsonb(segments), "language": language,
                  "lease_seconds": lease_seconds},

@@ -46,6 +46,13 @@ def query(name: str) -> sql.SQL:
     return sql.SQL(_statements()[name])
 
 
+def text(name: str) -> str:
+    """The statement called `name` as plain text, for the statements of every claim cycle: psycopg
+    converts a text query once and keeps the result, where a sql.SQL is converted again at every
+    execution (issue 16 §6)."""
+    return _statements()[name]
+
+
 def compose(name: str, **parts: sql.Composable) -> sql.Composed:
     """The statement called `name` with its `{placeholders}` filled by `parts`."""
     return query(name).format(**parts)

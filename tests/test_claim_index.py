@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from psycopg.types.json import Jsonb
+
 from conftest import add_record, policy
 from db.queries import query
 from domain.stages import Step
@@ -30,24 +32,48 @@ def _paused_at_the_head(store, owner, count: int) -> int:
     blob, _ = store.store_blob([b"x"], "application/octet-stream")
     with store.db.transaction() as conn:
         conn.execute(
-            "INSERT INTO records (owner_id, original_blob_id, stage_entered_at, retry_after) "
-            "SELECT %(owner)s, %(blob)s, now() - interval '1 hour', now() + interval '1 hour' "
+            "INSERT INTO records (owner_id, original_blob_id, stage_entered_at, retry_after, failures) "
+            "SELECT %(owner)s, %(blob)s, now() - interval '1 hour', now() + interval '1 hour', 1 "
             "FROM generate_series(1, %(count)s)",
             {"owner": owner["id"], "blob": blob, "count": count})
         conn.execute("ANALYZE records")
     return add_record(store, owner)
 
 
-def test_the_claim_uses_the_partial_index_in_a_generic_plan(store, owner):
-    """issue 10 §2: EXPLAIN of the claim (generic plan, as prepared statements get) scans
-    records_claimable, an index whose rows are claimable ones only."""
+def test_the_claim_uses_the_partial_indexes_in_a_generic_plan(store, owner):
+    """issue 10 §2, issue 16 §1: EXPLAIN of the claim (generic plan, as prepared statements get)
+    scans records_turns and records_retrying, whose rows are claimable ones only, and records_held,
+    the claimed ones; none holds the lease."""
     add_record(store, owner)
     with store.db.transaction() as conn:
         plan = _plan(conn)
-        definition = conn.execute(
-            "SELECT pg_get_indexdef('records_claimable'::regclass) AS d").fetchone()["d"]
-    assert "records_claimable" in {n.get("Index Name") for n in _nodes(plan["Plan"])}
-    assert "WHERE (available_at IS NOT NULL)" in definition
+        definitions = [conn.execute("SELECT pg_get_indexdef(%s::regclass) AS d", [name]).fetchone()["d"]
+                       for name in ("records_turns", "records_retrying", "records_held")]
+    assert {"records_turns", "records_retrying", "records_held"} <= {n.get("Index Name") for n in _nodes(plan["Plan"])}
+    assert "WHERE ((queued_at IS NOT NULL) AND (failures = 0))" in definitions[0]
+    assert "lease" not in " ".join(definitions) and "available_at" not in " ".join(definitions)
+
+
+def test_lease_renewals_and_checkpoints_are_hot_updates(store, owner):
+    """Issue 16 §1: renewing a lease or saving a checkpoint writes no index of records (a HOT
+    update): the claim's indexes do not hold the lease, so a running step costs one heap tuple a
+    renewal. Counted by the server in one transaction (with records_claimable, 0 of 6)."""
+    record_id = add_record(store, owner)
+    claim = store.claim(Step.CONVERT, policy())
+    assert claim.record_id == record_id
+    renew, checkpoint = query("renew_lease"), query("checkpoint")
+    counted = ("SELECT pg_stat_get_xact_tuples_updated('records'::regclass) AS updated, "
+               "pg_stat_get_xact_tuples_hot_updated('records'::regclass) AS hot")
+    with store.db.transaction() as conn:
+        # the counts pending in this backend (an earlier statement's, not yet reported) come first
+        before = conn.execute(counted).fetchone()
+        for n in range(5):
+            conn.execute(renew, {"id": record_id, "token": claim.token, "lease_seconds": 60 + n,
+                                 "progress_seconds": float(n)})
+        conn.execute(checkpoint, {"id": record_id, "token": claim.token, "from_seconds": 0.0, "to_seconds": 1.0,
+                                  "segments": Jsonb([]), "language": None, "lease_seconds": 60})
+        after = conn.execute(counted).fetchone()
+    assert (after["updated"] - before["updated"], after["hot"] - before["hot"]) == (6, 6)
 
 
 def test_done_and_halted_rows_are_not_in_the_index(store, owner):
@@ -60,7 +86,7 @@ def test_done_and_halted_rows_are_not_in_the_index(store, owner):
     def indexed() -> set[int]:
         with store.db.transaction() as conn:
             conn.execute("SET enable_seqscan = off")
-            rows = conn.execute("SELECT id FROM records WHERE available_at IS NOT NULL").fetchall()
+            rows = conn.execute("SELECT id FROM records WHERE queued_at IS NOT NULL").fetchall()
         return {row["id"] for row in rows}
 
     claim = store.claim(Step.CONVERT, policy())
@@ -68,6 +94,7 @@ def test_done_and_halted_rows_are_not_in_the_index(store, owner):
     store.halt(claim, HaltReason.UNDECODABLE_AUDIO, "no")
     assert indexed() == {second}
     claim = store.claim(Step.CONVERT, policy())
+    assert indexed() == set()  # claimed: in records_held, not queued
     store.save_result(claim, {"duration_seconds": 1.0})
     claim = store.claim(Step.RECOGNIZE, policy())
     store.save_result(claim, {"engine": "x"})

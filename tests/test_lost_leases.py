@@ -14,7 +14,8 @@ from domain.claims import NO_WORK, Claim, HaltReason
 from domain.policy import StepPolicy
 from domain.resume import resume
 from domain.stages import Step
-from media import encode
+from audio.windows import windows
+from media import encode, speech_pcm
 from test_workers import REDIS_DB, Processes, _listening, wait_for
 
 
@@ -164,3 +165,58 @@ def test_record_that_kills_its_worker_halts_worker_lost(store, owner, env, tmp_p
     lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     halts = [line["record"] for line in lines if line["record"]["extra"].get("event") == "halted"]
     assert [(h["extra"]["record_id"], h["extra"]["reason"]) for h in halts] == [(doomed, "worker_lost")]
+
+
+def test_claims_that_saved_a_checkpoint_are_not_lost_work(store, owner, env, tmp_path):
+    """Issue 16 §3 with real processes: a long recording (four windows or more) whose worker is
+    killed by its PID right after each window's checkpoint but the last, with
+    TRANSCRIBER_MAX_LOST_LEASES=3.
+    Each claim that saved a checkpoint made progress, so its lost lease restarts nothing toward
+    worker_lost: the record reaches done, every window saved once, each by another claim."""
+    if not _listening(6379):
+        pytest.skip("no Redis on 127.0.0.1:6379")
+    worker_env = {**env, "TRANSCRIBER_BROKER_URL": f"redis://127.0.0.1:6379/{CRASH_REDIS_DB}",
+                  "TRANSCRIBER_ENGINE": "pocketsphinx", "TRANSCRIBER_MAX_LOST_LEASES": "3",
+                  "TRANSCRIBER_TICK_SECONDS": "0.5", "TRANSCRIBER_RECOGNIZE_LEASE_SECONDS": "2",
+                  "WINDOW_HOOK_DIR": str(tmp_path), "PYTHONPATH": f"{ROOT / 'tests'}:{env['PYTHONPATH']}"}
+    busy = tmp_path / "busy"  # the worker saved its window and went on to the next
+    audio = encode(tmp_path / "long.wav", "wav", repeat=12).read_bytes()  # ~2 minutes
+    count = len(list(windows([speech_pcm() * 12])))
+    assert count >= 4  # three lost leases or more would halt it if they counted
+    record_id = store.accept(owner["id"], [audio], title="long")
+
+    processes = Processes()
+    stderr = (tmp_path / "workers.log").open("a")
+    kills = 0
+    try:
+        processes.start(worker_env, "-m", "transcriber.cli", "scheduler")
+        while store.read_record(record_id)["stage"] != "done":
+            row = store.read_record(record_id)
+            assert row["halted_at"] is None, (row["halt_reason"], kinds(store, record_id))
+            assert kills < count, " ".join(f"{e['kind']}:{e['detail'].get('claim_token')}" for e in store.events(record_id))
+            busy.unlink(missing_ok=True)
+            worker = processes.start(worker_env, "-m", "dramatiq", "actors", "window_hook",
+                                     "--processes", "1", "--threads", "1", log=stderr)
+            wait_for(lambda: busy.exists() or worker.poll() is not None or _settled(store.read_record(record_id)),
+                     300)
+            if store.read_record(record_id)["stage"] != "done":
+                processes.kill(worker)  # by its PID's process group: the worker dies after a window
+                kills += 1
+        assert kills == count - 1
+    finally:
+        processes.stop_all()
+        stderr.close()
+        drop_queue(env["TRANSCRIBER_QUEUE"], redis_url=worker_env["TRANSCRIBER_BROKER_URL"])
+    row = store.read_record(record_id)
+    assert (row["stage"], row["halted_at"], row["lost_leases"]) == ("done", None, 0)
+    assert row["transcript"] == " ".join(["window"] * count)
+    events = store.events(record_id)
+    recognize_claims = [e for e in events if e["kind"] == "claimed" and e["stage"] == "converted"]
+    assert len(recognize_claims) == count
+    assert [e["detail"]["lost_leases"] for e in recognize_claims] == [0] * count
+    tokens = [e["detail"]["claim_token"] for e in events if e["kind"] == "checkpoint"]
+    assert len(tokens) == len(set(tokens)) == count
+
+
+def _settled(row: dict) -> bool:
+    return row["stage"] == "done" or row["halted_at"] is not None

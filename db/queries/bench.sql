@@ -1,7 +1,7 @@
 -- Statements the benchmarks (bench/) use to set up their scratch databases; never the service.
 
 -- name: bench_reset
-TRUNCATE events, records RESTART IDENTITY;
+TRUNCATE events, record_windows, records RESTART IDENTITY;
 
 -- name: bench_fill
 -- `count` records at stage created, accepted in this order, sharing one audio blob.
@@ -25,9 +25,12 @@ FROM generate_series(1, %(count)s);
 ANALYZE records;
 
 -- name: bench_index_size
-SELECT pg_relation_size('records_claimable') AS claimable_bytes,
+-- The claim's indexes: the partial ones on records but the converted audio's.
+SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) AS claimable_bytes,
        pg_relation_size('records_pkey') AS pkey_bytes,
-       (SELECT count(*) FROM records) AS rows;
+       (SELECT count(*) FROM records) AS rows
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'records'::regclass AND i.indpred IS NOT NULL AND c.relname <> 'records_converted_blob';
 
 -- name: bench_xact_count
 SELECT xact_commit + xact_rollback AS transactions FROM pg_stat_database WHERE datname = current_database();
@@ -114,3 +117,133 @@ SELECT stage, halt_reason AS reason, count(*) AS records,
 FROM records
 GROUP BY stage, halt_reason
 ORDER BY stage, halt_reason;
+
+-- name: bench_design_before
+-- The claim index before migration 15 (issue 16 §1), for the side-by-side measure: available_at,
+-- which moves with every lease renewal.
+DROP INDEX records_turns;
+DROP INDEX records_retrying;
+DROP INDEX records_held;
+CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;
+
+-- name: bench_claim_other
+-- The claim of an earlier design: its `picks` (CTEs ending in `candidate`), then the claim's
+-- update and journal line as pipeline.sql's claim has them.
+WITH {picks}, claimed AS (
+    UPDATE records r
+    SET claim_token = nextval('claim_tokens'),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+        lost_leases = r.lost_leases + (r.claim_token IS NOT NULL AND NOT EXISTS (
+            SELECT FROM record_windows w WHERE w.record_id = r.id AND w.claim_token = r.claim_token))::int
+    FROM candidate c
+    WHERE r.id = c.id
+    RETURNING r.id, r.claim_token, r.stage, r.lease_expires_at, r.lost_leases,
+              r.stage_entered_at < now() - make_interval(secs => %(time_limit_seconds)s) AS overdue
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'claimed', stage,
+           jsonb_build_object('claim_token', claim_token, 'lease_expires_at', lease_expires_at,
+                              'lost_leases', lost_leases)
+    FROM claimed
+)
+SELECT id, claim_token, overdue, lost_leases FROM claimed;
+
+-- name: bench_picks_before
+-- The claim's pick before migration 15: one index in available_at order.
+candidate AS (
+    SELECT id FROM records
+    WHERE stage = %(stage)s AND available_at <= now()
+    ORDER BY available_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+
+-- name: bench_claim_some
+-- Claims `count` eligible records at once (the renewals' subjects), under tokens of their own:
+-- one in 200, as records claimed at different moments lie apart in the table.
+UPDATE records SET claim_token = nextval('claim_tokens'), lease_expires_at = now() + interval '1 minute'
+WHERE id IN (SELECT id FROM records WHERE stage = 'created' AND claim_token IS NULL AND failures = 0
+             AND id %% 200 = 0 ORDER BY id LIMIT %(count)s)
+RETURNING id, claim_token;
+
+-- name: bench_updates
+-- Updates of records and how many of them were HOT, as the statistics collector has them.
+SELECT n_tup_upd AS updated, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'records';
+
+-- name: bench_flush_stats
+SELECT pg_stat_force_next_flush();
+
+-- name: bench_fresh_stats
+SELECT pg_stat_clear_snapshot();
+
+-- name: bench_scale_owners
+-- `count` owners named scale-N (token hashes that no token has).
+INSERT INTO owners (name, token_hash)
+SELECT 'scale-' || n, 'scale-' || n FROM generate_series(1, %(count)s) AS n;
+
+-- name: bench_scale_blobs
+-- `count` small complete blobs of one chunk each (an original's stand-in).
+WITH made AS (
+    INSERT INTO blobs (media_type, size_bytes, completed_at)
+    SELECT 'audio/ogg', 64, now() - interval '1 day' FROM generate_series(1, %(count)s)
+    RETURNING id
+)
+INSERT INTO blob_chunks (blob_id, seq, data)
+SELECT id, 0, decode(repeat('4f676753', 16), 'hex') FROM made;
+
+-- name: bench_scale_done
+-- `count` done records spread over the owners round robin, each with its own blob (by id from
+-- `first_blob`) and a synthetic text of about 200 characters, created over the past year.
+INSERT INTO records (owner_id, original_blob_id, stage, stage_entered_at, created_at, updated_at,
+                     title, transcript, duration_seconds, engine)
+SELECT o.first_owner + (n %% %(owners)s), %(first_blob)s + n - 1, 'done',
+       now() - make_interval(secs => n), now() - make_interval(secs => n * 30),
+       now() - make_interval(secs => n), 'meeting ' || n,
+       repeat(md5(n::text) || ' words of a meeting ', 4), 60 + n %% 600, 'bench'
+FROM generate_series(1, %(count)s) AS n,
+     (SELECT min(id) AS first_owner FROM owners WHERE name LIKE 'scale-%%') o;
+
+-- name: bench_scale_waiting
+-- `count` records at stage created, accepted one by one over the owners round robin (each takes
+-- its turn as an upload does), with blobs by id from `first_blob`.
+INSERT INTO records (owner_id, original_blob_id, stage_entered_at)
+SELECT o.first_owner + (n %% %(owners)s), %(first_blob)s + n - 1, now() - make_interval(secs => %(count)s - n)
+FROM generate_series(1, %(count)s) AS n,
+     (SELECT min(id) AS first_owner FROM owners WHERE name LIKE 'scale-%%') o
+ORDER BY n;
+
+-- name: bench_scale_blob_ids
+SELECT min(id) AS first, max(id) AS last FROM blobs;
+
+-- name: bench_scale_sample_ids
+-- `count` record ids and their owners, spread over the table.
+SELECT id, owner_id FROM records TABLESAMPLE SYSTEM (1) LIMIT %(count)s;
+
+-- name: bench_scale_settle
+-- Everything waiting is done: the fairness scenario starts from an idle queue.
+UPDATE records SET stage = 'done', claim_token = NULL, lease_expires_at = NULL
+WHERE stage <> 'done';
+
+-- name: bench_design_queued
+-- The claim index of migration 15, before fair turns (issue 16 §4), for the side-by-side measure.
+CREATE INDEX records_queued ON records (stage, queued_at, id) WHERE queued_at IS NOT NULL;
+
+-- name: bench_picks_queued
+-- The claim's pick of migration 15, before fair turns: expired leases, then queued_at order.
+held AS (
+    SELECT id FROM records
+    WHERE stage = %(stage)s AND claim_token IS NOT NULL AND halted_at IS NULL
+      AND lease_expires_at <= now()
+    ORDER BY lease_expires_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+), queued AS (
+    SELECT id FROM records
+    WHERE stage = %(stage)s AND queued_at <= now() AND NOT EXISTS (SELECT FROM held)
+    ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+), candidate AS (
+    SELECT id FROM held UNION ALL SELECT id FROM queued
+)
+
+-- name: bench_design_both_before
+-- The claim index before migration 15 beside the ones of now (bench/scale.py measures each
+-- design's claim in the same table).
+CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;

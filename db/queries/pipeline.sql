@@ -2,26 +2,46 @@
 -- AND this claim's token, and appends its journal event in the same statement.
 
 -- name: claim
--- Selects the oldest eligible record of a stage and claims it under a new token, in one
--- statement. Returns only the id and the token (INV-2), whether the record has overstayed its
--- stage, and how many of its leases were lost (past a limit the claimer halts it).
--- Ties of available_at are broken by the id.
-WITH candidate AS (
-    SELECT id FROM records
-    -- available_at (migration 6): NULL when done or halted, later than now() while leased or
-    -- paused; the partial index records_claimable holds claimable rows in this order
-    WHERE stage = %(stage)s
-      AND available_at <= now()
-    ORDER BY available_at, id
+-- Selects an eligible record of a stage and claims it under a new token, in one statement.
+-- Returns only the id and the token (INV-2), whether the record has overstayed its stage, and
+-- how many of its leases were lost (past a limit the claimer halts it).
+-- The order: a record whose holder ran out of lease (its work started before anything queued),
+-- oldest lease end first; then a record whose retry pause is over, the oldest pause end first;
+-- then new work by turn, so that owners take turns (migration 16). The id breaks ties. No index
+-- used here holds the lease, so renewals are HOT updates (migration 15).
+WITH held AS (
+    SELECT id FROM records                 -- records_held: a handful, their leases filtered
+    WHERE stage = %(stage)s AND claim_token IS NOT NULL AND halted_at IS NULL
+      AND lease_expires_at <= now()
+    ORDER BY lease_expires_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), retrying AS (
+    SELECT id FROM records                 -- records_retrying: paused records sit beyond now()
+    WHERE stage = %(stage)s AND queued_at <= now() AND failures > 0
+      AND NOT EXISTS (SELECT FROM held)    -- evaluated once, before the scan: no lock if held won
+    ORDER BY queued_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), fresh AS (
+    SELECT id FROM records                 -- records_turns: new work, owners taking turns
+    WHERE stage = %(stage)s AND queued_at <= now() AND failures = 0
+      AND NOT EXISTS (SELECT FROM held) AND NOT EXISTS (SELECT FROM retrying)
+    ORDER BY turn, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), candidate AS (
+    SELECT id FROM held UNION ALL SELECT id FROM retrying UNION ALL SELECT id FROM fresh
 ), claimed AS (
     UPDATE records r
     SET claim_token = nextval('claim_tokens'),
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
         -- A token still standing is a lost lease (issue 8 §2): its holder ran out of lease without
-        -- a save, a failure or a give-back, all of which clear the token. (SET sees old values.)
-        lost_leases = r.lost_leases + (r.claim_token IS NOT NULL)::int
+        -- a save, a failure or a give-back, all of which clear the token. A holder that saved a
+        -- checkpoint made progress (issue 16 §3): its windows carry its token, and its loss is
+        -- not counted (the checkpoint itself restarted the count). (SET sees old values.)
+        lost_leases = r.lost_leases + (r.claim_token IS NOT NULL AND NOT EXISTS (
+            SELECT FROM record_windows w WHERE w.record_id = r.id AND w.claim_token = r.claim_token))::int
     FROM candidate c
     WHERE r.id = c.id
     RETURNING r.id, r.claim_token, r.stage, r.lease_expires_at, r.lost_leases,
@@ -168,11 +188,13 @@ RETURNING lease_expires_at;
 -- name: checkpoint
 -- Saves the segments of one recognised window under the claim's token and moves the checkpoint
 -- on; the window must start where the last checkpoint ended, so none is saved twice. It renews
--- the lease too: a holder that just finished a window is alive.
+-- the lease too: a holder that just finished a window is alive. And it restarts the count of lost
+-- leases (issue 16 §3): claims lost before it did not lose the work, which goes on from here.
 WITH saved AS (
     UPDATE records
     SET recognized_seconds = %(to_seconds)s,
         progress_seconds = %(to_seconds)s,
+        lost_leases = 0,
         language = coalesce(%(language)s, language),
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
         updated_at = now()
