@@ -110,5 +110,7 @@ def test_paused_records_at_the_head_are_not_scanned(store, owner):
     with store.db.transaction() as conn, conn.transaction(force_rollback=True):
         plan = _plan(conn, analyze=True)
     buffers = plan["Plan"]["Shared Hit Blocks"] + plan["Plan"]["Shared Read Blocks"]
-    assert buffers < 40, json.dumps(plan)[:2000]
+    # reading the paused rows would cost hundreds of pages (5000 rows); the claim's own update
+    # touches one heap page and each index of records, whose number grows with the features
+    assert buffers < 80, json.dumps(plan)[:2000]
     assert store.claim(Step.CONVERT, policy()).record_id == eligible
