@@ -7,7 +7,9 @@ kill it at any moment and the records wait in the database for the next run or w
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from service.config import Settings
 from service.inputs import source_name
 from service.intake import IntakeError, submit_file
 from transcriber.local import LocalPipeline
-from service.runtime import open_store
+from service.runtime import check_engine, open_store
 
 POLL_SECONDS = 0.25
 
@@ -52,7 +54,19 @@ def _describe(c: dict) -> str:
     return f"done ({duration:.1f} s of audio)"
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops like Ctrl-C: the workers give their claims back and end their recognizer
+    children (and their folders) before the process exits."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None) -> int:
+    _stop_on_sigterm()
+    check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
     records: dict[int, Path] = {}
