@@ -128,11 +128,12 @@ class IsolatedEngine:
         buffer[:] = rest
         return json.loads(line)
 
-    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None) -> Recognized:
+    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None,
+                  prompt: str | None = None) -> Recognized:
         child = self._running_child(beat)
         window = child.folder / "window.pcm"
         window.write_bytes(pcm)
-        request = json.dumps({"pcm": str(window), "language": language}).encode() + b"\n"
+        request = json.dumps({"pcm": str(window), "language": language, "prompt": prompt}).encode() + b"\n"
         try:
             child.process.stdin.write(request)  # a small line: never blocks, even on a stopped child
             child.process.stdin.flush()

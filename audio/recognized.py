@@ -32,8 +32,9 @@ class Engine(Protocol):
 
     name: str
 
-    def recognize(self, pcm: bytes, language: str | None) -> Recognized:
-        """Recognise one window; `language` None lets a multilingual engine detect it."""
+    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
+        """Recognise one window; `language` None lets a multilingual engine detect it; `prompt`
+        (the owner's names and jargon) guides an engine that can use one, others ignore it."""
 
 
 def rounded_seconds(seconds: float) -> float:

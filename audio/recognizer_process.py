@@ -3,7 +3,7 @@
 `audio.isolation.IsolatedEngine` starts one per worker thread and holds it to a deadline; this
 side only builds the engine and answers. SPEC is the JSON of `audio.engines.spec`. The process
 loads its engine once and says so with one JSON line (`{"ready": true}` or `{"error": …}`).
-Then for each request line `{"pcm": PATH, "language": CODE|null}` it recognises the window of
+Then for each request line `{"pcm": PATH, "language": CODE|null, "prompt": TEXT|null}` it recognises the window of
 PCM in that file and answers one JSON line: `{"segments": […], "language": …}` or
 `{"error": …}`. It ends when its parent closes the pipe (or kills it).
 
@@ -88,7 +88,8 @@ def _serve(spec: dict, check: bool) -> None:
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)
-            result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"))
+            result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"),
+                                      request.get("prompt"))
             answer = {"segments": result.segments, "language": result.language}
         except Exception as error:  # reported to the parent, which counts a failed attempt
             answer = {"error": f"{type(error).__name__}: {error}"}

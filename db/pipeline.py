@@ -24,7 +24,7 @@ from domain.stages import Stage, Step
 # The pipeline never writes these: the owner's fields, and the queue columns whose changes are
 # the pipeline's own statements.
 NOT_STEP_FIELDS = frozenset({
-    "id", "owner_id", "title", "summary", "topics", "stage", "stage_entered_at",
+    "id", "owner_id", "title", "summary", "topics", "prompt", "stage", "stage_entered_at",
     "claim_token", "lease_expires_at", "failures", "retry_after", "halted_at", "halt_reason",
     "halt_error", "original_blob_id", "created_at", "updated_at",
     # assembled from the record's windows by the save that reaches done

@@ -17,7 +17,8 @@ class Records:
     db: Database
 
     def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
-               media_type: str = "application/octet-stream", language: str | None = None) -> int:
+               media_type: str = "application/octet-stream", language: str | None = None,
+               prompt: str | None = None) -> int:
         """Store the original audio and create its record at stage created.
 
         The audio goes in committed chunks like any blob (no transaction as long as the upload,
@@ -33,7 +34,7 @@ class Records:
                 record_id = conn.execute(
                     query("accept_record"),
                     {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                     "size_bytes": size, "language": language},
+                     "size_bytes": size, "language": language, "prompt": prompt},
                 ).fetchone()["id"]
         except BaseException:
             discard_blob(self.db, blob_id, complete=False)

@@ -57,6 +57,27 @@ class BadText(IntakeError):
     code = "bad_text"
 
 
+class BadPrompt(IntakeError):
+    status = 422
+    code = "bad_prompt"
+
+
+MAX_PROMPT = 800  # characters: Whisper reads at most about 224 tokens of prompt
+
+
+def checked_prompt(prompt: str | None) -> str | None:
+    """The owner's prompt for the recognizer (names, jargon, context), or None for none; a
+    prompt the database cannot store or longer than MAX_PROMPT characters is refused."""
+    if prompt is None or not prompt.strip():
+        return None
+    if len(prompt) > MAX_PROMPT:
+        raise BadPrompt(f"the prompt is {len(prompt)} characters long; at most {MAX_PROMPT} are allowed")
+    problem = inputs.text_problem(prompt)
+    if problem:
+        raise BadPrompt(f"the prompt {problem}")
+    return prompt.strip()
+
+
 def checked_text(field: str, value: str) -> str:
     """`value` if the database can store it as the record's `field`; BadText otherwise."""
     problem = inputs.text_problem(value)
@@ -95,11 +116,12 @@ def _read(path: Path) -> Iterator[bytes]:
 
 
 def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                source_name: str | None = None, language: str | None = None) -> int:
+                source_name: str | None = None, language: str | None = None, prompt: str | None = None) -> int:
     """Check the file at `path` holds decodable audio and accept it; return the record id."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title)
     language = checked_language(settings, language)
+    prompt = checked_prompt(prompt)
     size = path.stat().st_size
     if size == 0:
         raise EmptyFile(f"the file is empty: {name}")
@@ -113,15 +135,16 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         raise UnsupportedAudio(f"unsupported audio: {name}: {error}") from None
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
-    return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name, language=language)
+    return store.accept(owner_id, _read(path), title=title or Path(name).stem, source_name=name, language=language,
+                        prompt=prompt)
 
 
 def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",
-                language: str | None = None) -> int:
+                language: str | None = None, prompt: str | None = None) -> int:
     """Accept the file at `path` for the owner called `owner`; return the new record's id."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
     found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language)
+    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language, prompt=prompt)

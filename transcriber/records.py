@@ -17,7 +17,7 @@ from transcriber.console import UserError, print_json, record_id_argument
 def cmd_submit(args, settings) -> int:
     store = open_store(settings)
     record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title,
-                            language=args.language)
+                            language=args.language, prompt=args.prompt)
     print(record_id)
     return 0
 
@@ -86,6 +86,7 @@ def add_commands(sub) -> None:
     p.add_argument("--owner", required=True)
     p.add_argument("--title", default="")
     p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
+    p.add_argument("--prompt", help="names, jargon or context to help recognition (at most 800 characters)")
     p.set_defaults(run=cmd_submit)
 
     by_id = (("text", cmd_text, "print a done record's text"),

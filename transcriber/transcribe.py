@@ -64,7 +64,8 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupt)
 
 
-def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None) -> int:
+def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None,
+               prompt: str | None = None) -> int:
     _stop_on_sigterm()
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
@@ -73,7 +74,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
     refused = 0
     for path in paths:
         try:
-            records[submit_file(store, settings, path, owner=owner, language=language)] = path
+            records[submit_file(store, settings, path, owner=owner, language=language, prompt=prompt)] = path
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1

@@ -124,7 +124,8 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         model: str = Form(default="whisper-1", max_length=200,
                           description="accepted for compatibility; the service's configured engine is used"),
         language: str | None = Form(default=None, max_length=10),
-        prompt: str | None = Form(default=None, max_length=20_000, description="accepted and ignored"),
+        prompt: str | None = Form(default=None, max_length=100_000,
+                                  description="at most 800 characters, given to the recognizer for every window"),
         response_format: str = Form(default="json", max_length=20),
         temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
         granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
@@ -146,10 +147,11 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
                            param="stream")
         try:
             record_id = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
-                                                 language=language)
-        except IntakeError as error:
-            raise ApiError(error.status, error.code, str(error), param="language" if error.code == "bad_language"
-                           else "file") from None
+                                                 language=language, prompt=prompt)
+        except IntakeError as error:  # OpenAI answers a bad field with 400
+            param = {"bad_language": "language", "bad_prompt": "prompt"}.get(error.code, "file")
+            status = 400 if param != "file" else error.status
+            raise ApiError(status, error.code, str(error), param=param) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds

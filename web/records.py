@@ -26,6 +26,11 @@ from web.parsing import bearer_token, record_id
 from web.uploads import accept_upload
 
 
+# what the form takes in at most; the prompt's own limit (800) is checked at intake, which says
+# how long the prompt was
+MAX_PROMPT_FIELD = 100_000
+
+
 def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
     """The /records addresses; `owner` is the dependency naming the caller (`web.auth`)."""
     routes = APIRouter(tags=["records"])
@@ -39,10 +44,14 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
 
     @routes.post("/records", status_code=201)
     def upload(who: Owner, file: UploadFile = File(...), title: Annotated[inputs.Title, Form()] = "",
-               language: str | None = Form(default=None, max_length=10)):
-        """Accept a recording: stored whole with its record, or refused with nothing stored."""
+               language: str | None = Form(default=None, max_length=10),
+               prompt: str | None = Form(default=None, max_length=MAX_PROMPT_FIELD)):
+        """Accept a recording: stored whole with its record, or refused with nothing stored.
+        `prompt` (at most 800 characters: names, jargon, context) is given to the recognizer
+        for every window; `language` (a code, or `auto`) wins over TRANSCRIBER_LANGUAGE."""
         try:
-            new_id = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language)
+            new_id = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language,
+                                   prompt=prompt)
         except IntakeError as error:
             raise ApiError(error.status, error.code, str(error)) from None
         addresses = links(new_id)

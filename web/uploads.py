@@ -18,7 +18,7 @@ COPY_BYTES = 1 << 20
 
 
 def accept_upload(store: Store, settings: Settings, upload: UploadFile, *, owner_id: int, title: str = "",
-                  language: str | None = None) -> int:
+                  language: str | None = None, prompt: str | None = None) -> int:
     """Accept the uploaded file for the owner; return the new record's id. Raises
     `service.intake.IntakeError` (nothing stored) for input that cannot be accepted."""
     name = inputs.source_name(upload.filename)
@@ -27,4 +27,4 @@ def accept_upload(store: Store, settings: Settings, upload: UploadFile, *, owner
         with path.open("wb") as out:
             shutil.copyfileobj(upload.file, out, COPY_BYTES)
         return accept_file(store, settings, path, owner_id=owner_id, title=title, source_name=name,
-                           language=language)
+                           language=language, prompt=prompt)

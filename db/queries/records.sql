@@ -3,8 +3,8 @@
 -- name: accept_record
 -- A new record at stage created, with its 'accepted' event.
 WITH accepted AS (
-    INSERT INTO records (owner_id, title, source_name, original_blob_id, language)
-    VALUES (%(owner_id)s, %(title)s, %(source_name)s, %(blob_id)s, %(language)s)
+    INSERT INTO records (owner_id, title, source_name, original_blob_id, language, prompt)
+    VALUES (%(owner_id)s, %(title)s, %(source_name)s, %(blob_id)s, %(language)s, %(prompt)s)
     RETURNING id, stage
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
