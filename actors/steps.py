@@ -88,9 +88,11 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     started, first = time.monotonic(), done
     for at, window in windows(pcm, done):
         result = recognizer.recognize(window, language, beat, prompt=record.get("prompt"))
+        # detected in this window (none was asked for or found before): how sure, saved with it
+        sureness = result.language_probability if language is None else None
         language = language or result.language
         end = end_of(at, window)
-        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language)
+        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language, sureness)
         done = end
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:

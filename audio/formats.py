@@ -133,12 +133,21 @@ def _json_segment(segment: dict) -> dict:
     return {**segment, "words": words}
 
 
-def render(fmt: str, text: str, segments: list[dict], duration: float | None = None) -> str:
-    """The transcript in `fmt`; raises ValueError for a format not in FORMATS."""
+def render_row(fmt: str, row: dict) -> str:
+    """A done record's transcript (the store's `transcript` row) in `fmt`."""
+    return render(fmt, row["transcript"], row["segments"], row["duration_seconds"],
+                  language=row.get("language"), language_probability=row.get("language_probability"))
+
+
+def render(fmt: str, text: str, segments: list[dict], duration: float | None = None, *,
+           language: str | None = None, language_probability: float | None = None) -> str:
+    """The transcript in `fmt`; raises ValueError for a format not in FORMATS. json names the
+    language too, and how sure the recognizer was of it where it detected it."""
     if fmt == "txt":
         return text + "\n" if text else ""
     if fmt == "json":
-        return json.dumps({"text": text, "duration_seconds": duration,
+        return json.dumps({"text": text, "duration_seconds": duration, "language": language,
+                           "language_probability": language_probability,
                            "segments": [_json_segment(s) for s in segments]}, ensure_ascii=False)
     if fmt == "srt":
         blocks = [f"{i}\n{_clock(c.start, ',')} --> {_clock(c.end, ',')}\n" + "\n".join(c.lines) + "\n"

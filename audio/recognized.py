@@ -20,11 +20,14 @@ class Recognized:
 
     Times are seconds from the window's start. Each segment is {"start", "end", "text",
     "words"}, words a list of {"word", "start", "end"} (empty where an engine gives none);
-    `language` is the code used or detected, None where the engine cannot tell.
+    `language` is the code used or detected, None where the engine cannot tell;
+    `language_probability` how sure the engine was of a language it detected (None where it
+    was told the language, or cannot tell).
     """
 
     segments: list[dict]
     language: str | None = None
+    language_probability: float | None = None
 
 
 class Engine(Protocol):

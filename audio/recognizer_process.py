@@ -90,7 +90,8 @@ def _serve(spec: dict, check: bool) -> None:
             request = json.loads(line)
             result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"),
                                       request.get("prompt"))
-            answer = {"segments": result.segments, "language": result.language}
+            answer = {"segments": result.segments, "language": result.language,
+                      "language_probability": result.language_probability}
         except Exception as error:  # reported to the parent, which counts a failed attempt
             answer = {"error": f"{type(error).__name__}: {error}"}
         if trim is not None:

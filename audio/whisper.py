@@ -57,4 +57,5 @@ class WhisperEngine:
                      for w in (piece.words or []) if w.word.strip()]
             segments.append({"start": rounded_seconds(piece.start), "end": rounded_seconds(piece.end),
                              "text": text, "words": words})
-        return Recognized(segments, info.language)
+        detected = round(float(info.language_probability), 4) if language is None else None
+        return Recognized(segments, info.language, detected)

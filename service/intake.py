@@ -50,6 +50,7 @@ class UnknownOwner(IntakeError):
 
 
 class BadLanguage(IntakeError):
+    status = 422
     code = "bad_language"
 
 

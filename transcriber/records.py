@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from audio.formats import FORMATS, render
+from audio.formats import FORMATS, render_row
 from db import Store
 from domain.card import card
 from domain.resume import NotHalted, UnknownRecord, resume
@@ -51,7 +51,7 @@ def cmd_text(args, settings) -> int:
         raise UserError(f"no record with id {args.id}")
     if row["stage"] != "done":
         raise UserError(f"record {args.id} has no text yet: it is at stage {row['stage']}")
-    sys.stdout.write(render(args.format, row["transcript"], row["segments"], row["duration_seconds"]))
+    sys.stdout.write(render_row(args.format, row))
     return 0
 
 

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from audio.formats import render
+from audio.formats import render_row
 from db import Store
 from db.accounts import DuplicateOwner
 from domain.card import card
@@ -102,7 +102,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                   file=sys.stderr)
             continue
         row = store.transcript(record_id)
-        body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"])
+        body = render_row(fmt, row)
         if len(paths) > 1 and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":

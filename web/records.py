@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from audio.formats import FORMATS, MEDIA_TYPES, render
+from audio.formats import FORMATS, MEDIA_TYPES, render_row
 from audio.sniff import GENERIC, media_type
 from db import Store
 from domain.card import card, links
@@ -98,7 +98,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             halt = own_card(raw_id, who)["halt"]
             raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
                            stage=row["stage"], halt=halt)
-        body = render(format, row["transcript"], row["segments"], row["duration_seconds"])
+        body = render_row(format, row)
         return Response(body, media_type=MEDIA_TYPES[format])
 
     @routes.get("/records/{raw_id}/audio", response_class=Response,
