@@ -4,6 +4,7 @@
 field of the card and goes to the recognizer with every window; it never puts words on silence."""
 from __future__ import annotations
 
+import json
 import wave
 
 import numpy as np
@@ -76,8 +77,9 @@ def test_the_prompt_goes_with_every_window(store, owner, tmp_path):
 
 
 def test_the_cli_takes_a_prompt(store, owner, tmp_path, monkeypatch, database_url, capsys):
-    """Issue 15 §3: `transcriber submit --prompt` stores the owner's prompt on the card; a prompt
-    over 800 characters is refused with a clear line and exit status 2, nothing stored."""
+    """Issue 15 §3: `transcriber submit --prompt` and `transcriber transcribe --prompt` store the
+    owner's prompt on the card; a prompt over 800 characters is refused with a clear line and
+    exit status 2, nothing stored."""
     from domain.card import card
     from transcriber.cli import main
 
@@ -89,6 +91,10 @@ def test_the_cli_takes_a_prompt(store, owner, tmp_path, monkeypatch, database_ur
     assert main(["submit", audio, "--owner", "alice", "--prompt", "z" * 801]) == 2
     assert "at most 800" in capsys.readouterr().err
     assert store.list_card_rows(owner["id"], 10, 0)[1] == 1
+    monkeypatch.setenv("TRANSCRIBER_ENGINE", "pocketsphinx")  # the lightest engine: only the prompt matters here
+    assert main(["transcribe", audio, "--owner", "alice", "--prompt", PROMPT, "--format", "json"]) == 0
+    transcribed = json.loads(capsys.readouterr().out)["record"]
+    assert card(store.card_row(transcribed))["prompt"] == PROMPT
 
 
 def _needs_the_guard(model: str):
