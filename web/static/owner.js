@@ -196,7 +196,9 @@ function recordView(root, id) {
       card.halt ? el("p", { class: "muted" }, t("halted_note")) : null);
     const fact = (label, value) => [el("dt", {}, label), el("dd", {}, value)];
     replace(facts, fact(t("duration"), clock(card.duration_seconds)), fact(t("added"), when(card.created_at)),
-      card.language ? fact(t("language_of_audio"), card.language) : null);
+      card.language ? fact(t("language_of_audio"), card.language_probability == null ? card.language
+        : card.language + " (" + Math.round(100 * card.language_probability) + " %)") : null,
+      card.prompt ? fact(t("prompt_of_record"), card.prompt) : null);
     if (!filled) {
       title.value = card.title || ""; summary.value = card.summary || ""; topics.value = (card.topics || []).join(", ");
       filled = true;
