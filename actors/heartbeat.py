@@ -70,10 +70,11 @@ class Heartbeat:
         if self._lost.is_set():
             raise ClaimLost()
 
-    def checkpoint(self, from_seconds: float, to_seconds: float, segments: list[dict], language: str | None) -> None:
+    def checkpoint(self, from_seconds: float, to_seconds: float, segments: list[dict], language: str | None,
+                   language_probability: float | None = None) -> None:
         """Save a recognised window under the token; ClaimLost if the claim moved on,
         CheckpointRefused (a failed attempt) if the window does not meet the last checkpoint."""
         self(to_seconds)
         if not self.store.checkpoint(self.claim, from_seconds, to_seconds, segments, language,
-                                     self.policy.lease_seconds):
+                                     self.policy.lease_seconds, language_probability):
             raise ClaimLost()

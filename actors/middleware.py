@@ -42,13 +42,19 @@ class Boot(Middleware):
 
 
 class StopSteps(Middleware):
-    """On worker shutdown, running steps give their claims back at their next beat (INV-1)."""
+    """On worker shutdown, running steps give their claims back at their next beat (INV-1), and
+    each worker thread ends its recognizer child as it stops (issue 15 §4)."""
 
     def after_worker_boot(self, broker, worker):
         stopping.clear()
 
     def before_worker_shutdown(self, broker, worker):
         stopping.set()
+
+    def before_worker_thread_shutdown(self, broker, thread):
+        from audio.children import close_thread_children
+
+        close_thread_children()
 
 
 class ListenForWakeups(Middleware):

@@ -76,7 +76,9 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
 
     Each window's segments are saved under the claim's token as it is done (a checkpoint), so a
     record taken over after a crash or a resume goes on where it stood and recognises no window
-    twice. The language detected in the first window holds for the rest.
+    twice. The language detected in the first window holds for the rest. The owner's prompt,
+    if the record has one, is given with every window (the same each time: never the previous
+    window's text, so a window's text does not depend on the ones before it).
     """
     recognizer = engine(settings)
     language = language_for(record, settings)
@@ -85,10 +87,12 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     pcm = store.read_blob(record["converted_blob_id"], start_byte=start_byte(done))
     started, first = time.monotonic(), done
     for at, window in windows(pcm, done):
-        result = recognizer.recognize(window, language, beat)
+        result = recognizer.recognize(window, language, beat, prompt=record.get("prompt"))
+        # detected in this window (none was asked for or found before): how sure, saved with it
+        sureness = result.language_probability if language is None else None
         language = language or result.language
         end = end_of(at, window)
-        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language)
+        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language, sureness)
         done = end
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:

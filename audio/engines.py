@@ -75,8 +75,9 @@ class RemoteRecognizer:
         self.remote = OpenAIEngine(settings.openai_base_url, settings.openai_api_key, settings.openai_model)
         self.name = f"openai/{settings.openai_model}"
 
-    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None) -> Recognized:
+    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None,
+                  prompt: str | None = None) -> Recognized:
         beat()
-        result = self.remote.recognize(pcm, language)
+        result = self.remote.recognize(pcm, language, prompt)
         beat()
         return result

@@ -10,37 +10,28 @@ the window's PCM passing through a file (the protocol is in that module's docstr
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
 from loguru import logger
 
+from audio import children
+from audio.children import Child
 from audio.decode import BYTES_PER_SECOND
 from audio.recognized import Beat, Recognized
 
 
+_engine_keys = itertools.count(1)
+
+
 class RecognizerError(RuntimeError):
     """The recognizer process failed, died or stopped answering: a failed attempt (P4)."""
-
-
-class _ThreadChild(threading.local):
-    """The child process of one worker thread; it ends with the thread (the thread's local
-    state is dropped then, and with it this object)."""
-
-    child: subprocess.Popen | None = None
-    folder: Path | None = None  # where the child reads each window's PCM from
-    buffer: bytearray           # what the child has written that is not yet a whole line
-
-    def __del__(self):
-        if self.child is not None and self.child.poll() is None:
-            self.child.kill()
 
 
 class IsolatedEngine:
@@ -58,68 +49,68 @@ class IsolatedEngine:
     PER_AUDIO_SECOND = 8.0
     POLL_SECONDS = 0.5
 
+    _swept = False  # stale window folders are swept once per process
+
     def __init__(self, spec: dict, window_timeout_seconds: float | None = None):
         self.spec = spec
         self.name = spec["label"]
         self.window_timeout_seconds = window_timeout_seconds
-        self._local = _ThreadChild()
+        self._key = next(_engine_keys)  # names this engine's child among a thread's children
+        if not IsolatedEngine._swept:
+            IsolatedEngine._swept = True
+            children.sweep_stale_folders()
 
     # the child of this thread ------------------------------------------------------------------
-    def _running_child(self, beat: Beat) -> tuple[subprocess.Popen, Path]:
-        """This thread's child, started (and its model loaded) if there is none alive."""
-        child = self._local.child
-        if child is not None and child.poll() is None:
-            return child, self._local.folder
+    def _running_child(self, beat: Beat) -> Child:
+        """This thread's child, started (and its model loaded) if there is none alive. It lives
+        and dies with this thread (audio.children)."""
+        child = children.of_this_thread(self._key)
+        if child is not None and child.running():
+            return child
         if child is not None:
             logger.warning("recognizer process {} had ended (status {}); starting a new one",
-                           child.pid, child.returncode)
+                           child.process.pid, child.process.returncode)
             self._end_child()
         root = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        child = subprocess.Popen(
-            [sys.executable, "-m", "audio.recognizer_process", json.dumps(self.spec)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-        )
-        self._local.child, self._local.buffer = child, bytearray()
-        self._local.folder = Path(tempfile.mkdtemp(prefix="transcriber-window-"))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+               "TRANSCRIBER_RECOGNIZER_PARENT": str(os.getpid())}
+        folder = children.new_folder()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "audio.recognizer_process", json.dumps(self.spec), "--folder", str(folder)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            )
+        except BaseException:
+            folder.rmdir()
+            raise
+        child = Child(process, folder)
+        children.hold(self._key, child)
         answer = self._read_answer(child, self.window_timeout_seconds or self.START_SECONDS, beat,
                                    "to load its model")
         if "error" in answer:
             self._end_child()
             raise RecognizerError(f"the recognizer could not start: {answer['error']}")
-        return child, self._local.folder
+        return child
 
     def _end_child(self) -> None:
         """Kill this thread's child (if it still runs) and remove its window folder."""
-        child = self._local.child
-        self._local.child = None
+        child = children.of_this_thread(self._key)
+        children.hold(self._key, None)
         if child is not None:
-            if child.poll() is None:
-                child.kill()
-            child.wait(timeout=30)
-            for stream in (child.stdin, child.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        folder = self._local.folder
-        self._local.folder = None
-        if folder is not None:
-            for path in folder.glob("*"):
-                path.unlink(missing_ok=True)
-            folder.rmdir()
+            child.close()
 
-    def _read_answer(self, child: subprocess.Popen, timeout: float, beat: Beat, doing: str) -> dict:
+    def _read_answer(self, child: Child, timeout: float, beat: Beat, doing: str) -> dict:
         """The child's next JSON line within `timeout` seconds; beats while it waits."""
         deadline = time.monotonic() + timeout
-        buffer: bytearray = self._local.buffer
-        fd = child.stdout.fileno()
+        buffer = child.buffer
+        process = child.process
+        fd = process.stdout.fileno()
         try:
             while b"\n" not in buffer:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     logger.warning("recognizer process {} gave no answer {} within {:g}s; killed",
-                                   child.pid, doing, timeout)
+                                   process.pid, doing, timeout)
                     raise RecognizerError(f"the recognizer gave no answer {doing} within {timeout:g}s "
                                           "and was stopped")
                 ready, _, _ = select.select([fd], [], [], min(self.POLL_SECONDS, left))
@@ -137,14 +128,15 @@ class IsolatedEngine:
         buffer[:] = rest
         return json.loads(line)
 
-    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None) -> Recognized:
-        child, folder = self._running_child(beat)
-        window = folder / "window.pcm"
+    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None,
+                  prompt: str | None = None) -> Recognized:
+        child = self._running_child(beat)
+        window = child.folder / "window.pcm"
         window.write_bytes(pcm)
-        request = json.dumps({"pcm": str(window), "language": language}).encode() + b"\n"
+        request = json.dumps({"pcm": str(window), "language": language, "prompt": prompt}).encode() + b"\n"
         try:
-            child.stdin.write(request)  # a small line: never blocks, even on a stopped child
-            child.stdin.flush()
+            child.process.stdin.write(request)  # a small line: never blocks, even on a stopped child
+            child.process.stdin.flush()
         except OSError:
             self._end_child()
             raise RecognizerError("the recognizer process ended unexpectedly") from None
@@ -153,13 +145,13 @@ class IsolatedEngine:
         answer = self._read_answer(child, timeout, beat, f"for a {seconds:.0f}s window")
         if "error" in answer:
             raise RecognizerError(answer["error"])
-        return Recognized(answer["segments"], answer.get("language"))
+        return Recognized(answer["segments"], answer.get("language"), answer.get("language_probability"))
 
     @property
     def pid(self) -> int | None:
         """The process id of this thread's recognizer child, while one runs."""
-        child = self._local.child
-        return child.pid if child is not None and child.poll() is None else None
+        child = children.of_this_thread(self._key)
+        return child.process.pid if child is not None and child.running() else None
 
     def close(self) -> None:
         """End this thread's child (a worker thread that stops)."""

@@ -20,11 +20,14 @@ class Recognized:
 
     Times are seconds from the window's start. Each segment is {"start", "end", "text",
     "words"}, words a list of {"word", "start", "end"} (empty where an engine gives none);
-    `language` is the code used or detected, None where the engine cannot tell.
+    `language` is the code used or detected, None where the engine cannot tell;
+    `language_probability` how sure the engine was of a language it detected (None where it
+    was told the language, or cannot tell).
     """
 
     segments: list[dict]
     language: str | None = None
+    language_probability: float | None = None
 
 
 class Engine(Protocol):
@@ -32,8 +35,9 @@ class Engine(Protocol):
 
     name: str
 
-    def recognize(self, pcm: bytes, language: str | None) -> Recognized:
-        """Recognise one window; `language` None lets a multilingual engine detect it."""
+    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
+        """Recognise one window; `language` None lets a multilingual engine detect it; `prompt`
+        (the owner's names and jargon) guides an engine that can use one, others ignore it."""
 
 
 def rounded_seconds(seconds: float) -> float:

@@ -120,9 +120,9 @@ class OpenAIEngine:
     def close(self) -> None:
         self._client.close()
 
-    def recognize(self, pcm: bytes, language: str | None) -> Recognized:
+    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
         """The window's segments and words, times in seconds from its start; `language` None
-        lets the server detect it."""
+        lets the server detect it; `prompt` is sent as the API's own `prompt` field."""
         pcm = pcm[: len(pcm) - len(pcm) % 2]  # whole samples only
         duration = len(pcm) / BYTES_PER_SECOND
         if not pcm:
@@ -137,6 +137,8 @@ class OpenAIEngine:
                   "timestamp_granularities[]": ["segment", "word"]}
         if language:
             fields["language"] = language
+        if prompt:
+            fields["prompt"] = prompt
         where = redact_url(self.url)
         logger.debug("openai engine: sending {:.1f} s of audio to {} (model {}, language {})",
                      duration, where, self.model, language or "detected")

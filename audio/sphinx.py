@@ -25,7 +25,8 @@ class PocketsphinxEngine:
     SEGMENT_PAUSE = 0.3       # a pause this long ends a segment
     SEGMENT_LONGEST = 8.0     # and no segment runs longer
 
-    def recognize(self, pcm: bytes, language: str | None) -> Recognized:
+    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
+        """`prompt` is not used: pocketsphinx has no way to take one."""
         from pocketsphinx import Decoder, Endpointer  # the installed package, not this module
 
         utterance = _Utterance(Decoder(loglevel="FATAL"), self)

@@ -32,13 +32,16 @@ class WhisperEngine:
         self.model = WhisperModel(model, device=device, compute_type=compute, cpu_threads=threads,
                                   download_root=download_root)
 
-    def recognize(self, pcm: bytes, language: str | None) -> Recognized:
+    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
+        """`prompt`, the owner's words (names, jargon), is Whisper's initial prompt for this
+        window, the same for every window of a record: never the previous window's text."""
         import numpy as np
 
         audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
-        result = self._decode(audio, language)
+        prompted = {"initial_prompt": prompt} if prompt else {}
+        result = self._decode(audio, language, **prompted)
         if loops(result.segments):
-            result = self._decode(audio, language, **self.RETRY_OPTIONS)
+            result = self._decode(audio, language, **prompted, **self.RETRY_OPTIONS)
             if loops(result.segments):
                 result.segments = cut_repeats(result.segments)
         return result
@@ -54,4 +57,5 @@ class WhisperEngine:
                      for w in (piece.words or []) if w.word.strip()]
             segments.append({"start": rounded_seconds(piece.start), "end": rounded_seconds(piece.end),
                              "text": text, "words": words})
-        return Recognized(segments, info.language)
+        detected = round(float(info.language_probability), 4) if language is None else None
+        return Recognized(segments, info.language, detected)

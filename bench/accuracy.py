@@ -2,6 +2,7 @@
 """Accuracy and speed of each engine and model on real speech with reference transcripts.
 
     .venv/bin/python bench/accuracy.py [--runs N] [--json PATH] [--only LABEL ...]
+    .venv/bin/python bench/accuracy.py --prompt-effect [--runs N]
 
 For each recognizer: word error rate on normalised text (bench/wer.py) with its
 substitutions, deletions and insertions; real-time factor as wall seconds and as process CPU
@@ -9,6 +10,10 @@ seconds per audio second (medians over --runs passes, default 3); model load tim
 peak resident memory of the child process the recognizer runs in (one fresh process per
 recognizer, so the numbers do not mix). The data (bench/data.py) is fetched on first use.
 Prints a table and writes JSON (default bench/results/accuracy.json).
+
+--prompt-effect measures the owner's prompt instead (issue 15 §3): the MFA "registers" set (short
+phrases, most of them "Montreal Forced Aligner") with each Whisper model, without a prompt and
+with prompt="Montreal Forced Aligner" (JSON: bench/results/accuracy_prompt.json).
 """
 from __future__ import annotations
 
@@ -36,11 +41,13 @@ class Recognizer:
     model: str | None       # the faster-whisper model name, resolved by audio.models
     language: str | None    # what the recognizer is told; None lets it detect the language
     dataset: str            # which set of bench/data.py it is scored on
+    prompt: str | None = None  # the owner's prompt, given with every window
 
     @property
     def label(self) -> str:
         name = self.engine if self.model is None else f"{self.engine} {self.model}"
-        return f"{name} [{self.language or 'auto'}] on {self.dataset}"
+        prompted = f' prompt="{self.prompt}"' if self.prompt else ""
+        return f"{name} [{self.language or 'auto'}] on {self.dataset}{prompted}"
 
 
 RECOGNIZERS = [
@@ -51,6 +58,10 @@ RECOGNIZERS = [
     Recognizer("faster-whisper", "base", "ru", "ru"),
     Recognizer("faster-whisper", "base", None, "ru"),
 ]
+
+MFA_PROMPT = "Montreal Forced Aligner"
+PROMPT_RECOGNIZERS = [Recognizer("faster-whisper", model, "en", "registers", prompt)
+                      for model in ("tiny.en", "base") for prompt in (None, MFA_PROMPT)]
 
 
 # --- the one place that calls a recognizer ----------------------------------------------------
@@ -100,7 +111,7 @@ def open_recognizer(recognizer: Recognizer) -> Recognize:
         texts, detected = [], None
         with _Clock() as clock:
             for _, window in windows([pcm]):
-                result = engine.recognize(window, language)
+                result = engine.recognize(window, language, recognizer.prompt)
                 texts.extend(segment["text"] for segment in result.segments)
                 detected = detected or result.language
         return Heard(" ".join(texts), detected, clock.wall, clock.cpu)
@@ -209,9 +220,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "accuracy.json")
     parser.add_argument("--only", nargs="*", default=None,
                         help="run only recognizers whose label contains one of these strings")
+    parser.add_argument("--prompt-effect", action="store_true",
+                        help='the MFA "registers" set without and with prompt="Montreal Forced Aligner"')
     args = parser.parse_args()
     sets = data.prepare()
-    chosen = [r for r in RECOGNIZERS if not args.only or any(s in r.label for s in args.only)]
+    sets["registers"] = [u for u in sets["en"] if u.kind == "registers"]
+    catalogue = PROMPT_RECOGNIZERS if args.prompt_effect else RECOGNIZERS
+    if args.prompt_effect and args.json == parser.get_default("json"):
+        args.json = args.json.with_name("accuracy_prompt.json")
+    chosen = [r for r in catalogue if not args.only or any(s in r.label for s in args.only)]
     results = []
     print(HEADER, flush=True)
     for recognizer in chosen:
@@ -228,7 +245,7 @@ def main() -> None:
         # a partial run replaces its own rows and keeps the others, in the order of RECOGNIZERS
         fresh = {result["label"]: result for result in results}
         earlier = {result["label"]: result for result in json.loads(args.json.read_text())["results"]}
-        results = [fresh.get(r.label) or earlier[r.label] for r in RECOGNIZERS
+        results = [fresh.get(r.label) or earlier[r.label] for r in catalogue
                    if r.label in fresh or r.label in earlier]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({

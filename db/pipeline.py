@@ -24,13 +24,13 @@ from domain.stages import Stage, Step
 # The pipeline never writes these: the owner's fields, and the queue columns whose changes are
 # the pipeline's own statements.
 NOT_STEP_FIELDS = frozenset({
-    "id", "owner_id", "title", "summary", "topics", "stage", "stage_entered_at",
+    "id", "owner_id", "title", "summary", "topics", "prompt", "stage", "stage_entered_at",
     "claim_token", "lease_expires_at", "failures", "retry_after", "halted_at", "halt_reason",
     "halt_error", "original_blob_id", "created_at", "updated_at",
     # assembled from the record's windows by the save that reaches done
     "transcript",
     # written by checkpoints, the recognize step's own fenced statement
-    "segments", "recognized_seconds",
+    "segments", "recognized_seconds", "language_probability",
 })
 
 
@@ -147,7 +147,7 @@ class Pipeline:
         return row is not None
 
     def checkpoint(self, claim: Claim, from_seconds: float, to_seconds: float, segments: list[dict],
-                   language: str | None, lease_seconds: float) -> bool:
+                   language: str | None, lease_seconds: float, language_probability: float | None = None) -> bool:
         """Save one recognised window's segments and move the checkpoint from `from_seconds` to
         `to_seconds`, only while the claim is its own (P3); False when the claim moved on.
 
@@ -158,6 +158,7 @@ class Pipeline:
                 text("checkpoint"),
                 {"id": claim.record_id, "token": claim.token, "from_seconds": from_seconds,
                  "to_seconds": to_seconds, "segments": Jsonb(segments), "language": language,
+                 "language_probability": language_probability,
                  "lease_seconds": lease_seconds},
             ).fetchone()
             if row is None:

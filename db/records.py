@@ -22,16 +22,17 @@ class Records:
 
     def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
                media_type: str = "application/octet-stream", language: str | None = None,
-               declared_seconds: float | None = None, expected_bytes: int | None = None) -> int:
+               prompt: str | None = None, declared_seconds: float | None = None,
+               expected_bytes: int | None = None) -> int:
         """Store the original audio and create its record at stage created; its id."""
         return self.accept_once(owner_id, pieces, title=title, source_name=source_name, media_type=media_type,
-                                language=language, declared_seconds=declared_seconds,
+                                language=language, prompt=prompt, declared_seconds=declared_seconds,
                                 expected_bytes=expected_bytes)[0]
 
     def accept_once(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
                     media_type: str = "application/octet-stream", language: str | None = None,
-                    declared_seconds: float | None = None, expected_bytes: int | None = None,
-                    same: SameUpload | None = None) -> tuple[int, bool]:
+                    prompt: str | None = None, declared_seconds: float | None = None,
+                    expected_bytes: int | None = None, same: SameUpload | None = None) -> tuple[int, bool]:
         """Store the original audio and create its record at stage created, unless `same` says
         an earlier upload already made it (`db.uploads`): the record's id, and whether it is new.
 
@@ -59,7 +60,8 @@ class Records:
                     record_id = conn.execute(
                         query("accept_record"),
                         {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                         "size_bytes": size, "language": language, "intake_seconds": declared_seconds,
+                         "size_bytes": size, "language": language, "prompt": prompt,
+                         "intake_seconds": declared_seconds,
                          "content_sha256": same and same.sha256},
                     ).fetchone()["id"]
                     if same is not None:

@@ -49,6 +49,8 @@ def card(row: dict, now: datetime | None = None) -> dict:
         else (row["recognized_seconds"] or None if row["stage"] == "converted" else None),
         "engine": row["engine"],
         "language": row["language"],
+        "language_probability": row.get("language_probability"),
+        "prompt": row.get("prompt"),
         "links": links(record_id),
         # claims of this stage whose lease ran out with nothing written (issue 8 §2)
         "lost_leases": row.get("lost_leases", 0),

@@ -65,11 +65,33 @@ class UnknownOwner(IntakeError):
 
 
 class BadLanguage(IntakeError):
+    status = 422
     code = "bad_language"
 
 
 class BadText(IntakeError):
     code = "bad_text"
+
+
+class BadPrompt(IntakeError):
+    status = 422
+    code = "bad_prompt"
+
+
+MAX_PROMPT = 800  # characters: Whisper reads at most about 224 tokens of prompt
+
+
+def checked_prompt(prompt: str | None) -> str | None:
+    """The owner's prompt for the recognizer (names, jargon, context), or None for none; a
+    prompt the database cannot store or longer than MAX_PROMPT characters is refused."""
+    if prompt is None or not prompt.strip():
+        return None
+    if len(prompt) > MAX_PROMPT:
+        raise BadPrompt(f"the prompt is {len(prompt)} characters long; at most {MAX_PROMPT} are allowed")
+    problem = inputs.text_problem(prompt)
+    if problem:
+        raise BadPrompt(f"the prompt {problem}")
+    return prompt.strip()
 
 
 def checked_text(field: str, value: str) -> str:
@@ -110,14 +132,14 @@ def _read(path: Path) -> Iterator[bytes]:
 
 
 def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                source_name: str | None = None, language: str | None = None) -> int:
+                source_name: str | None = None, language: str | None = None, prompt: str | None = None) -> int:
     """Check the file at `path` holds decodable audio and accept it; return the record id."""
     return accept_once(store, settings, path, owner_id=owner_id, title=title, source_name=source_name,
-                       language=language)[0]
+                       language=language, prompt=prompt)[0]
 
 
 def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                source_name: str | None = None, language: str | None = None,
+                source_name: str | None = None, language: str | None = None, prompt: str | None = None,
                 same: SameUpload | None = None) -> tuple[int, bool]:
     """Accept the file at `path` unless `same` names an earlier upload it repeats (then that
     record, found before the file is probed or stored again): the record id, and whether it is
@@ -125,14 +147,15 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title)
     language = checked_language(settings, language)
+    prompt = checked_prompt(prompt)
     try:
         earlier = None if same is None else store.earlier_upload(owner_id, same)
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
         return store.accept_once(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
-                                 language=language, declared_seconds=declared, expected_bytes=size,
-                                 same=same)
+                                 language=language, prompt=prompt, declared_seconds=declared,
+                                 expected_bytes=size, same=same)
     except UploadKeyReused:
         raise KeyReused("this Idempotency-Key was first sent with other bytes; "
                         "a new upload needs a new key") from None
@@ -161,11 +184,11 @@ def _check_audio(settings: Settings, path: Path, name: str) -> tuple[int, float 
 
 
 def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",
-                language: str | None = None) -> int:
+                language: str | None = None, prompt: str | None = None) -> int:
     """Accept the file at `path` for the owner called `owner`; return the new record's id."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
     found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language)
+    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language, prompt=prompt)

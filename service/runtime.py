@@ -26,17 +26,31 @@ def open_database(settings: Settings, *, max_size: int = 10, migrate: bool = Tru
     return db
 
 
+_CHECKED_MODELS: set[str] = set()  # the model specs this process has already found loadable
+
+
 def check_engine(settings: Settings) -> None:
-    """Fail at start, naming the variable, when the configured model is missing or corrupt."""
+    """Fail at start, naming the variable, when the configured model cannot be used: an unknown
+    name, a missing directory, a file that fails its hash or will not load, a name that would
+    need a download on a machine with no network (audio.model_check). Checked once per process:
+    `transcribe`, `up` and each `dramatiq actors` process, before they accept any work."""
+    import json
+
     from audio.engines import spec
+    from audio.model_check import check_loads
     from audio.models import ModelError
     from service.config import ConfigError
 
-    if settings.engine == "faster-whisper":
-        try:
-            spec(settings)
-        except ModelError as error:
-            raise ConfigError("TRANSCRIBER_WHISPER_MODEL", f"{settings.whisper_model}: {error}") from None
+    if settings.engine != "faster-whisper":
+        return
+    try:
+        described = spec(settings)
+        key = json.dumps(described, sort_keys=True)
+        if key not in _CHECKED_MODELS:
+            check_loads(described)
+            _CHECKED_MODELS.add(key)
+    except ModelError as error:
+        raise ConfigError("TRANSCRIBER_WHISPER_MODEL", f"{settings.whisper_model}: {error}") from None
 
 
 def open_store(settings: Settings, *, max_size: int = 10) -> Store:

@@ -372,7 +372,7 @@ HTTP_ROWS = [
     Row("title over 500 characters", "POST /records", lambda w: w.upload("a.wav", WAV(w), title="t" * 501),
         Refused(422, "invalid_request")),
     Row("unknown language", "POST /records", lambda w: w.upload("a.wav", WAV(w), language="xx"),
-        Refused(400, "bad_language")),
+        Refused(422, "bad_language")),
     Row("oversized (length declared)", "POST /records",
         _upload_file("big.wav", lambda w: b"\0" * (MAX_UPLOAD_MB * 1024 * 1024 + 100 * 1024)),
         Refused(413, "too_large")),

@@ -30,7 +30,10 @@ def test_vtt():
 
 def test_json():
     data = json.loads(render("json", "t", SEGMENTS, 3662.0))
-    assert data == {"text": "t", "duration_seconds": 3662.0, "segments": SEGMENTS}
+    assert data == {"text": "t", "duration_seconds": 3662.0, "language": None, "language_probability": None,
+                    "segments": SEGMENTS}
+    told = json.loads(render("json", "t", SEGMENTS, 3662.0, language="ru", language_probability=0.97))
+    assert (told["language"], told["language_probability"]) == ("ru", 0.97)
 
 
 def test_unknown_format():

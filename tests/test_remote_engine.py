@@ -90,7 +90,7 @@ class StandIn:
                      "pcm": wav.readframes(wav.getnframes())}
         self.received.append({
             "authorization": request.headers.get("authorization"), "filename": upload.filename,
-            "model": form.get("model"), "language": form.get("language"),
+            "model": form.get("model"), "language": form.get("language"), "prompt": form.get("prompt"),
             "response_format": form.get("response_format"),
             "granularities": form.getlist("timestamp_granularities[]"), "wav": heard,
         })

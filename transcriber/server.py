@@ -6,12 +6,14 @@ import signal
 import uvicorn
 
 from service.config import Settings
-from service.runtime import open_store
+from service.runtime import check_engine, open_store
 
 
 def run(settings: Settings, host: str, port: int, *, with_pipeline: bool) -> int:
     from web.app import create_app
 
+    if with_pipeline:
+        check_engine(settings)  # a model that cannot load stops `up` before anything is accepted
     store = open_store(settings, max_size=20)
     app = create_app(store, settings)
     pipeline = None

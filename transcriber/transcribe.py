@@ -7,11 +7,13 @@ kill it at any moment and the records wait in the database for the next run or w
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
-from audio.formats import render
+from audio.formats import render_row
 from db import Store
 from db.accounts import DuplicateOwner
 from domain.card import card
@@ -20,7 +22,7 @@ from service.config import Settings
 from service.inputs import source_name
 from service.intake import IntakeError, submit_file
 from transcriber.local import LocalPipeline
-from service.runtime import open_store
+from service.runtime import check_engine, open_store
 
 POLL_SECONDS = 0.25
 
@@ -52,14 +54,27 @@ def _describe(c: dict) -> str:
     return f"done ({duration:.1f} s of audio)"
 
 
-def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None) -> int:
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops like Ctrl-C: the workers give their claims back and end their recognizer
+    children (and their folders) before the process exits."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
+def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None,
+               prompt: str | None = None) -> int:
+    _stop_on_sigterm()
+    check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
     records: dict[int, Path] = {}
     refused = 0
     for path in paths:
         try:
-            records[submit_file(store, settings, path, owner=owner, language=language)] = path
+            records[submit_file(store, settings, path, owner=owner, language=language, prompt=prompt)] = path
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1
@@ -87,7 +102,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                   file=sys.stderr)
             continue
         row = store.transcript(record_id)
-        body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"])
+        body = render_row(fmt, row)
         if len(paths) > 1 and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":

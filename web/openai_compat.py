@@ -128,7 +128,8 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         model: str = Form(default="whisper-1", max_length=200,
                           description="accepted for compatibility; the service's configured engine is used"),
         language: str | None = Form(default=None, max_length=10),
-        prompt: str | None = Form(default=None, max_length=20_000, description="accepted and ignored"),
+        prompt: str | None = Form(default=None, max_length=100_000,
+                                  description="at most 800 characters, given to the recognizer for every window"),
         response_format: str = Form(default="json", max_length=20),
         temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
         granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
@@ -151,10 +152,12 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         key = idempotency_key(request)
         try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
             record_id, _ = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
-                                                    language=language, key=key, attach_in_flight=key is None)
-        except IntakeError as error:
-            param = {"bad_language": "language", KeyReused.code: None}.get(error.code, "file")
-            raise ApiError(error.status, error.code, str(error), param=param, **error.details) from None
+                                                    language=language, prompt=prompt, key=key,
+                                                    attach_in_flight=key is None)
+        except IntakeError as error:  # OpenAI answers a bad field with 400
+            param = {"bad_language": "language", "bad_prompt": "prompt", KeyReused.code: None}.get(error.code, "file")
+            status = 400 if param in ("language", "prompt") else error.status
+            raise ApiError(status, error.code, str(error), param=param, **error.details) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds

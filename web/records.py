@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from audio.formats import FORMATS, MEDIA_TYPES, render
+from audio.formats import FORMATS, MEDIA_TYPES, render_row
 from audio.sniff import GENERIC, media_type
 from db import Store
 from domain.card import card, links
@@ -25,6 +25,11 @@ from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
 from web.errors import NOT_FOUND, ApiError
 from web.parsing import bearer_token, idempotency_key, record_id
 from web.uploads import accept_upload
+
+
+# what the form takes in at most; the prompt's own limit (800) is checked at intake, which says
+# how long the prompt was
+MAX_PROMPT_FIELD = 100_000
 
 
 def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
@@ -42,14 +47,17 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         200: {"description": "a repeat of an earlier upload with the same `Idempotency-Key`: its record"},
         422: {"description": "`idempotency_key_reused`: the key was first sent with other bytes"}})
     def upload(request: Request, who: Owner, file: UploadFile = File(...),
-               title: Annotated[inputs.Title, Form()] = "", language: str | None = Form(default=None, max_length=10)):
+               title: Annotated[inputs.Title, Form()] = "", language: str | None = Form(default=None, max_length=10),
+               prompt: str | None = Form(default=None, max_length=MAX_PROMPT_FIELD)):
         """Accept a recording: stored whole with its record, or refused with nothing stored.
-        With an `Idempotency-Key` (kept at least 24 h), a repeat with the same bytes answers the
-        first record (200, `Idempotent-Replayed: true`), never a second one."""
+        `prompt` (at most 800 characters: names, jargon, context) is given to the recognizer
+        for every window; `language` (a code, or `auto`) wins over TRANSCRIBER_LANGUAGE. With an
+        `Idempotency-Key` (kept at least 24 h), a repeat with the same bytes answers the first
+        record (200, `Idempotent-Replayed: true`), never a second one."""
         key = idempotency_key(request)
         try:
             record, new = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language,
-                                        key=key)
+                                        prompt=prompt, key=key)
         except IntakeError as error:
             raise ApiError(error.status, error.code, str(error), **error.details) from None
         addresses = links(record)
@@ -100,7 +108,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             halt = own_card(raw_id, who)["halt"]
             raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
                            stage=row["stage"], halt=halt)
-        body = render(format, row["transcript"], row["segments"], row["duration_seconds"])
+        body = render_row(format, row)
         return Response(body, media_type=MEDIA_TYPES[format])
 
     @routes.get("/records/{raw_id}/audio", response_class=Response,

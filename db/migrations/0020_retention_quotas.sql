@@ -22,12 +22,12 @@ ALTER TABLE owners ADD COLUMN quota_bytes bigint CHECK (quota_bytes >= 0);
 CREATE INDEX records_audio_retention ON records (created_at, id)
     WHERE stage = 'done' AND original_blob_id IS NOT NULL;
 
--- The card says whether the original is still there: the view of migration 7, with the new
+-- The card says whether the original is still there: the view of migration 13, with the new
 -- column at its end (CREATE OR REPLACE VIEW may only append).
 CREATE OR REPLACE VIEW cards AS
 SELECT r.id, r.owner_id, o.name AS owner,
        r.title, r.summary, r.topics, r.stage, r.halted_at, r.halt_reason, r.halt_error,
        r.failures, r.retry_after, r.lease_expires_at, r.lost_leases, r.created_at, r.updated_at,
        r.duration_seconds, r.progress_seconds, r.recognized_seconds, r.source_name, r.engine,
-       r.language, r.audio_expired_at
+       r.language, r.prompt, r.language_probability, r.audio_expired_at
 FROM records r JOIN owners o ON o.id = r.owner_id;

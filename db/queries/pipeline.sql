@@ -196,6 +196,7 @@ WITH saved AS (
         progress_seconds = %(to_seconds)s,
         lost_leases = 0,
         language = coalesce(%(language)s, language),
+        language_probability = coalesce(%(language_probability)s, language_probability),
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
         updated_at = now()
     WHERE id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL

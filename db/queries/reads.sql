@@ -32,7 +32,7 @@ SELECT count(*) AS total FROM records WHERE halted_at IS NOT NULL;
 -- name: transcript
 -- The text, assembled at done, and once done its timed segments: the windows' (record_windows,
 -- migration 11) in recording order, each window's in its own order.
-SELECT r.stage, r.transcript, r.duration_seconds,
+SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability,
        CASE WHEN r.stage = 'done' THEN
            (SELECT coalesce(jsonb_agg(e.segment ORDER BY w.from_seconds, e.n), '[]')
             FROM record_windows w, jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)

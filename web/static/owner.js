@@ -204,7 +204,9 @@ function recordView(root, id) {
       card.halt ? el("p", { class: "muted" }, t("halted_note")) : null);
     const fact = (label, value) => [el("dt", {}, label), el("dd", {}, value)];
     replace(facts, fact(t("duration"), clock(card.duration_seconds)), fact(t("added"), when(card.created_at)),
-      card.language ? fact(t("language_of_audio"), card.language) : null);
+      card.language ? fact(t("language_of_audio"), card.language_probability == null ? card.language
+        : card.language + " (" + Math.round(100 * card.language_probability) + " %)") : null,
+      card.prompt ? fact(t("prompt_of_record"), card.prompt) : null);
     if (card.audio === "expired" && !audio.classList.contains("hidden")) {
       // retention deleted the original: say so instead of a player that cannot play
       audio.removeAttribute("src");

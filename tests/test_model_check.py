@@ -1,0 +1,84 @@
+"""Issue 15 §6: a model that cannot load stops the start, not every record.
+
+Each recognising process (`transcriber transcribe`, `transcriber up`, `dramatiq actors`) checks
+the configured model once when it starts; a bad one is one line naming
+TRANSCRIBER_WHISPER_MODEL and the reason, exit status 2, and nothing is accepted.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from media import encode
+
+
+def _corrupt_model(tmp_path: Path) -> Path:
+    """A CTranslate2 directory with every file of tiny.en but a model.bin that is not one."""
+    from audio.models import resolve
+
+    real = Path(resolve("tiny.en", tmp_path / "cache"))
+    folder = tmp_path / "corrupt-model"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copy(real / name, folder / name)
+    (folder / "model.bin").write_bytes(b"this is not a model" * 1000)
+    return folder
+
+
+def _one_line(run: subprocess.CompletedProcess, *words: str) -> None:
+    line = run.stderr.strip()
+    assert run.returncode == 2, run.stderr
+    assert "\n" not in line and "TRANSCRIBER_WHISPER_MODEL" in line, line
+    for word in words:
+        assert word in line, line
+
+
+@pytest.mark.parametrize("model, words", [
+    ("no-such-model", ("no-such-model", "unknown model name")),
+    ("{tmp}/nowhere", ("no such model directory",)),
+    ("{corrupt}", ("cannot be loaded",)),
+])
+def test_a_bad_model_stops_transcribe_before_anything_is_accepted(model, words, store, env, tmp_path):
+    """Issue 15 §6: a missing name, a missing directory and a directory with a corrupt model.bin
+    each stop `transcriber transcribe` with one line naming TRANSCRIBER_WHISPER_MODEL and why,
+    exit status 2, and no record is accepted."""
+    model = model.format(tmp=tmp_path, corrupt=_corrupt_model(tmp_path) if "corrupt" in model else "")
+    run = subprocess.run([sys.executable, "-m", "transcriber.cli", "transcribe", str(encode(tmp_path / "a.wav"))],
+                         env={**env, "TRANSCRIBER_WHISPER_MODEL": model}, capture_output=True, text=True,
+                         timeout=300)
+    _one_line(run, *words)
+    assert store.status() == []  # nothing was accepted
+
+
+def test_a_corrupt_model_stops_up_and_dramatiq_actors(tmp_path, env):
+    """Issue 15 §6: `transcriber up` and a `dramatiq actors` worker with a corrupt model.bin stop
+    at start with the one line and exit status 2 (the worker takes no message)."""
+    bad = {**env, "TRANSCRIBER_WHISPER_MODEL": str(_corrupt_model(tmp_path))}
+    up = subprocess.run([sys.executable, "-m", "transcriber.cli", "up", "--port", "0"], env=bad,
+                        capture_output=True, text=True, timeout=300)
+    _one_line(up, "cannot be loaded")
+    assert "is up at" not in up.stdout
+    worker = subprocess.run([sys.executable, "-m", "dramatiq", "actors", "--processes", "1", "--threads", "1"],
+                            env={**bad, "TRANSCRIBER_BROKER_URL": "redis://127.0.0.1:6379/0"}, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert worker.returncode != 0
+    said = [line for line in worker.stderr.splitlines() if "TRANSCRIBER_WHISPER_MODEL" in line]
+    assert len(said) == 1 and "cannot be loaded" in said[0], worker.stderr
+
+
+def test_a_name_that_needs_a_download_says_there_is_no_network(tmp_path, monkeypatch):
+    """Issue 15 §6: a model name faster-whisper would download, on a machine that cannot reach the
+    hub, is refused at start saying so (the hub's address made unreachable here)."""
+    from audio import model_check
+    from audio.models import ModelError
+
+    monkeypatch.setattr(model_check, "HUB_HOST", "hub.invalid")
+    with pytest.raises(ModelError, match="no network"):
+        model_check.preflight({"engine": "faster-whisper", "model": "small", "download_root": str(tmp_path)})
+    with pytest.raises(ModelError, match="unknown model name"):
+        model_check.preflight({"engine": "faster-whisper", "model": "tiny.en.typo", "download_root": str(tmp_path)})

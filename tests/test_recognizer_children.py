@@ -1,0 +1,110 @@
+"""Issue 15 §4: a recognizer child process and its temporary folder never outlive the worker
+thread that started them: not when the thread ends, not when the worker shuts down, not when
+the process is stopped by a signal (or killed outright)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from audio.children import FOLDER_PREFIX, sweep_stale_folders
+from audio.isolation import IsolatedEngine
+from media import encode, speech_pcm
+
+SPHINX = {"engine": "pocketsphinx", "label": "pocketsphinx"}  # the lightest local engine
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    """The recognizer processes `pid` started."""
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if "audio.recognizer_process" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def _folders(pid: int) -> list[Path]:
+    return sorted(Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}{pid}-*"))
+
+
+def _until(condition, what: str, seconds: float = 60.0):
+    deadline = time.monotonic() + seconds
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.1)
+    return value
+
+
+def test_children_end_with_the_threads_that_started_them():
+    """Issue 15 §4: three threads each get a recognizer child and a window folder; when the
+    threads end (nobody calls close), the children and folders are gone."""
+    before = (len(_children(os.getpid())), len(_folders(os.getpid())))
+    engine = IsolatedEngine(SPHINX)
+    started = []
+
+    def work():
+        engine.recognize(speech_pcm()[:32000], "en")
+        started.append(engine.pid)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(set(started)) == 3 and None not in started  # one child per thread, each really ran
+    _until(lambda: (len(_children(os.getpid())), len(_folders(os.getpid()))) == before,
+           "the children and folders of ended threads to go")
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in started)
+
+
+def test_a_stopping_worker_ends_its_childrens_lives(store, owner, tmp_path):
+    """Issue 15 §4: the in-process workers of `transcribe`/`up` recognise a record, then stop:
+    their recognizer children and folders are gone once the worker has stopped."""
+    from conftest import settings
+    from transcriber.local import LocalPipeline
+    from service.intake import accept_file
+
+    before = (len(_children(os.getpid())), len(_folders(os.getpid())))
+    the_settings = settings(engine="pocketsphinx", home=tmp_path / "home", tick_seconds=0.2)
+    record_id = accept_file(store, the_settings, encode(tmp_path / "a.wav"), owner_id=owner["id"])
+    with LocalPipeline(store, the_settings):
+        _until(lambda: store.read_record(record_id)["stage"] == "done", "the record to be done", 180)
+        assert len(_children(os.getpid())) > before[0]  # a child did the work
+    assert (len(_children(os.getpid())), len(_folders(os.getpid()))) == before
+
+
+def test_signals_end_the_children_and_their_folders(env, tmp_path):
+    """Issue 15 §4: `transcriber transcribe` stopped by SIGTERM while its recognizer works leaves
+    no child and no folder; killed with SIGKILL, its child dies with it and the folder left is
+    swept at the next start."""
+    audio = encode(tmp_path / "long.wav", repeat=12)
+    for stop in (signal.SIGTERM, signal.SIGKILL):
+        run = subprocess.Popen([sys.executable, "-m", "transcriber.cli", "transcribe", str(audio)],
+                               env={**env, "TRANSCRIBER_ENGINE": "pocketsphinx"},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            children = _until(lambda: _children(run.pid), "a recognizer child", 180)
+            _until(lambda: _folders(run.pid), "its window folder")
+            run.send_signal(stop)
+            run.wait(timeout=120)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        _until(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
+               f"the child to end after {stop.name}")
+        if stop == signal.SIGTERM:
+            assert run.returncode != 0 and not _folders(run.pid)
+        else:
+            assert sweep_stale_folders() >= 1 and not _folders(run.pid)
