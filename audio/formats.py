@@ -133,13 +133,17 @@ def _json_segment(segment: dict) -> dict:
     return {**segment, "words": words}
 
 
-def render(fmt: str, text: str, segments: list[dict], duration: float | None = None) -> str:
-    """The transcript in `fmt`; raises ValueError for a format not in FORMATS."""
+def render(fmt: str, text: str, segments: list[dict], duration: float | None = None,
+           suppressed: list[dict] | None = None) -> str:
+    """The transcript in `fmt`; raises ValueError for a format not in FORMATS. json lists the
+    spans whose text the recognizer's guards dropped (`suppressed`: start, end, reason), so
+    nothing is lost without a word; the other formats carry the text only."""
     if fmt == "txt":
         return text + "\n" if text else ""
     if fmt == "json":
         return json.dumps({"text": text, "duration_seconds": duration,
-                           "segments": [_json_segment(s) for s in segments]}, ensure_ascii=False)
+                           "segments": [_json_segment(s) for s in segments],
+                           "suppressed": list(suppressed or [])}, ensure_ascii=False)
     if fmt == "srt":
         blocks = [f"{i}\n{_clock(c.start, ',')} --> {_clock(c.end, ',')}\n" + "\n".join(c.lines) + "\n"
                   for i, c in enumerate(cues(segments), 1)]

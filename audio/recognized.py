@@ -5,7 +5,7 @@ registry can share them without importing one another.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 # A step's heartbeat: an engine calls it while a window takes its time, to keep the step's claim
@@ -20,11 +20,14 @@ class Recognized:
 
     Times are seconds from the window's start. Each segment is {"start", "end", "text",
     "words"}, words a list of {"word", "start", "end"} (empty where an engine gives none);
-    `language` is the code used or detected, None where the engine cannot tell.
+    `language` is the code used or detected, None where the engine cannot tell. `suppressed`
+    lists the text an engine's guards dropped as no one could have said it (audio.guards):
+    {"start", "end", "reason"} each.
     """
 
     segments: list[dict]
     language: str | None = None
+    suppressed: list[dict] = field(default_factory=list)
 
 
 class Engine(Protocol):

@@ -30,7 +30,13 @@ def test_vtt():
 
 def test_json():
     data = json.loads(render("json", "t", SEGMENTS, 3662.0))
-    assert data == {"text": "t", "duration_seconds": 3662.0, "segments": SEGMENTS}
+    assert data == {"text": "t", "duration_seconds": 3662.0, "segments": SEGMENTS, "suppressed": []}
+
+
+def test_json_lists_suppressed_text():
+    """Issue 15 §2: the spans whose text the guards dropped are in the JSON, with their reasons."""
+    dropped = [{"start": 30.0, "end": 36.5, "reason": "no_voice"}]
+    assert json.loads(render("json", "t", SEGMENTS, 3662.0, dropped))["suppressed"] == dropped
 
 
 def test_unknown_format():

@@ -51,7 +51,8 @@ def cmd_text(args, settings) -> int:
         raise UserError(f"no record with id {args.id}")
     if row["stage"] != "done":
         raise UserError(f"record {args.id} has no text yet: it is at stage {row['stage']}")
-    sys.stdout.write(render(args.format, row["transcript"], row["segments"], row["duration_seconds"]))
+    sys.stdout.write(render(args.format, row["transcript"], row["segments"], row["duration_seconds"],
+                                 row["suppressed"]))
     return 0
 
 

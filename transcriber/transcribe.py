@@ -87,7 +87,8 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                   file=sys.stderr)
             continue
         row = store.transcript(record_id)
-        body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"])
+        body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"],
+                      row["suppressed"])
         if len(paths) > 1 and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":

@@ -89,7 +89,8 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             halt = own_card(raw_id, who)["halt"]
             raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
                            stage=row["stage"], halt=halt)
-        body = render(format, row["transcript"], row["segments"], row["duration_seconds"])
+        body = render(format, row["transcript"], row["segments"], row["duration_seconds"],
+                      row["suppressed"])
         return Response(body, media_type=MEDIA_TYPES[format])
 
     @routes.get("/records/{raw_id}/audio", response_class=Response,
