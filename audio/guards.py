@@ -75,6 +75,8 @@ def cut_repeats(segments: list[dict]) -> list[dict]:
 
 FASTEST_WORDS_PER_SECOND = 6.0   # faster than people speak, sustained
 SUSTAINED_WORDS = 8              # a rate is judged over at least this many words
+SQUEEZED_WORDS = 3               # of this many timed words or more, ...
+SHORTEST_WORD = 0.05             # ... most lasting less than this were not said
 LEAST_VOICE_SECONDS = 0.2        # less voice than this under a segment is none
 NO_SPEECH_PROB = 0.6             # Whisper's own silence test: the no-speech token this likely ...
 SILENT_LOGPROB = -1.0            # ... and the text this unlikely (average log-probability per token)
@@ -90,16 +92,22 @@ def voiced_seconds(start: float, end: float, voice: list[tuple[float, float]]) -
 def implausible(segment: dict, voice: list[tuple[float, float]]) -> str | None:
     """Why no one could have said `segment` (NO_VOICE, TOO_FAST or LOOP), or None when it is
     plausible. `segment` carries the decoder's `no_speech_prob` and `avg_logprob` where the
-    engine knows them; the compression ratio is the text's own (a cut loop is judged as cut)."""
+    engine knows them, and `cut` where the decoding ran into its cap in tokens; the compression
+    ratio is the text's own (a cut loop is judged as cut)."""
     voiced = voiced_seconds(segment["start"], segment["end"], voice)
     if voiced < LEAST_VOICE_SECONDS:
         return NO_VOICE
     if (segment.get("no_speech_prob", 0.0) > NO_SPEECH_PROB
             and segment.get("avg_logprob", 0.0) < SILENT_LOGPROB):
         return NO_VOICE
+    if segment.get("cut"):
+        return TOO_FAST  # the decoding ran into its cap in tokens (audio.whisper): no one says that much
     words = len(segment["words"]) or len(segment["text"].split())
     if words >= SUSTAINED_WORDS and words / max(voiced, 1.0) > FASTEST_WORDS_PER_SECOND:
         return TOO_FAST
+    timed = segment["words"]
+    if len(timed) >= SQUEEZED_WORDS and 2 * sum(w["end"] - w["start"] < SHORTEST_WORD for w in timed) > len(timed):
+        return TOO_FAST  # most words align to no time at all: text the audio does not hold
     if compression_ratio(segment["text"]) > LOOP_COMPRESSION:  # Whisper's figure, of the text as it stands
         return LOOP
     return None

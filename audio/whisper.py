@@ -69,14 +69,16 @@ class WhisperEngine:
         if loops(result.segments):
             result = self._decode(audio, language, **{**extra, **self.RETRY_OPTIONS})
             if loops(result.segments):
-                result.segments = cut_repeats(result.segments)
+                # the loop's repeats are gone: what made it run into the cap is mended
+                result.segments = [{k: v for k, v in s.items() if k != "cut"} for s in cut_repeats(result.segments)]
         return result
 
     def _decode(self, audio, language: str | None, **extra) -> Recognized:
         """One decoding; each segment carries what the decoder knew of it, for the guards."""
         pieces, info = self.model.transcribe(audio, language=language, **{**self.OPTIONS, **extra})
-        segments = []
+        segments, tokens = [], 0
         for piece in pieces:
+            tokens += len(piece.tokens) + 2  # and its two timestamps
             text = piece.text.strip()
             if not text:
                 continue
@@ -85,6 +87,8 @@ class WhisperEngine:
             segments.append({"start": rounded_seconds(piece.start), "end": rounded_seconds(piece.end),
                              "text": text, "words": words, "no_speech_prob": piece.no_speech_prob,
                              "avg_logprob": piece.avg_logprob})
+        if segments and tokens >= extra.get("max_new_tokens", MOST_TOKENS + 8):
+            segments[-1]["cut"] = True  # it ran into the cap: more text than the voice could hold
         return Recognized(segments, info.language)
 
 

@@ -42,6 +42,13 @@ def test_more_words_than_people_speak_is_implausible():
     assert implausible(segment(invented, 0.0, 3.0), voice) == TOO_FAST
     assert implausible(segment("yes yes no I do it now", 0.0, 0.8), voice) is None  # 7 words: not sustained
     assert implausible(segment("I think this is fine, and it is said at a normal pace.", 0.0, 3.0), voice) is None
+    squeezed = {"start": 2.0, "end": 2.9, "text": "Thank you very much.",
+                "words": [{"word": w, "start": 2.9, "end": 2.9} for w in "Thank you very much.".split()]}
+    squeezed["words"][0]["start"] = 2.0  # the first word takes the segment's time, the rest none
+    assert implausible(squeezed, voice) == TOO_FAST  # three of four words aligned to no time at all
+    said = {**squeezed, "words": [{"word": w, "start": 2.0 + i / 5, "end": 2.2 + i / 5}
+                                  for i, w in enumerate("Thank you very much.".split())]}
+    assert implausible(said, voice) is None
 
 
 def test_a_looping_segment_is_implausible():
