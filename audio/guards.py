@@ -77,6 +77,7 @@ FASTEST_WORDS_PER_SECOND = 6.0   # faster than people speak, sustained
 SUSTAINED_WORDS = 8              # a rate is judged over at least this many words
 SQUEEZED_WORDS = 3               # of this many timed words or more, ...
 SHORTEST_WORD = 0.05             # ... most lasting less than this were not said
+HESITATIONS = frozenset("uh um uhm hm hmm mm er erm ah eh".split())
 LEAST_VOICE_SECONDS = 0.2        # less voice than this under a segment is none
 NO_SPEECH_PROB = 0.6             # Whisper's own silence test: the no-speech token this likely ...
 SILENT_LOGPROB = -1.0            # ... and the text this unlikely (average log-probability per token)
@@ -105,7 +106,7 @@ def implausible(segment: dict, voice: list[tuple[float, float]]) -> str | None:
     words = len(segment["words"]) or len(segment["text"].split())
     if words >= SUSTAINED_WORDS and words / max(voiced, 1.0) > FASTEST_WORDS_PER_SECOND:
         return TOO_FAST
-    timed = segment["words"]
+    timed = [w for w in segment["words"] if _comparable(w["word"]) not in HESITATIONS]  # "uh" is quick
     if len(timed) >= SQUEEZED_WORDS and 2 * sum(w["end"] - w["start"] < SHORTEST_WORD for w in timed) > len(timed):
         return TOO_FAST  # most words align to no time at all: text the audio does not hold
     if compression_ratio(segment["text"]) > LOOP_COMPRESSION:  # Whisper's figure, of the text as it stands
