@@ -71,10 +71,11 @@ class Heartbeat:
             raise ClaimLost()
 
     def checkpoint(self, from_seconds: float, to_seconds: float, segments: list[dict], language: str | None,
-                   language_probability: float | None = None) -> None:
-        """Save a recognised window under the token; ClaimLost if the claim moved on,
-        CheckpointRefused (a failed attempt) if the window does not meet the last checkpoint."""
+                   language_probability: float | None = None, suppressed: list[dict] = ()) -> None:
+        """Save a recognised window (and what its guards suppressed) under the token; ClaimLost if
+        the claim moved on, CheckpointRefused (a failed attempt) if the window does not meet the
+        last checkpoint."""
         self(to_seconds)
         if not self.store.checkpoint(self.claim, from_seconds, to_seconds, segments, language,
-                                     self.policy.lease_seconds, language_probability):
+                                     self.policy.lease_seconds, language_probability, list(suppressed)):
             raise ClaimLost()

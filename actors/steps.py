@@ -92,7 +92,8 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
         sureness = result.language_probability if language is None else None
         language = language or result.language
         end = end_of(at, window)
-        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language, sureness)
+        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language, sureness,
+                        [_shifted_span(span, at) for span in result.suppressed])
         done = end
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:
@@ -108,6 +109,11 @@ def _shifted(segment: dict, offset: float) -> dict:
 
     return {**segment, "start": at(segment["start"]), "end": at(segment["end"]),
             "words": [{**w, "start": at(w["start"]), "end": at(w["end"])} for w in segment.get("words", [])]}
+
+
+def _shifted_span(span: dict, offset: float) -> dict:
+    """A suppressed span (audio.guards.suppress) timed from the recording's start."""
+    return {**span, "start": round(span["start"] + offset, 3), "end": round(span["end"] + offset, 3)}
 
 
 @dataclass(frozen=True)

@@ -167,15 +167,18 @@ def speaker_paragraphs(segments: list[dict], names: dict[str, str] | None = None
 def render_row(fmt: str, row: dict, names: dict[str, str] | None = None) -> str:
     """A done record's transcript (the store's `transcript` row) in `fmt`."""
     return render(fmt, row["transcript"], row["segments"], row["duration_seconds"], names=names,
-                  language=row.get("language"), language_probability=row.get("language_probability"))
+                  language=row.get("language"), language_probability=row.get("language_probability"),
+                  suppressed=row.get("suppressed"))
 
 
 def render(fmt: str, text: str, segments: list[dict], duration: float | None = None, *,
            names: dict[str, str] | None = None, language: str | None = None,
-           language_probability: float | None = None) -> str:
+           language_probability: float | None = None, suppressed: list[dict] | None = None) -> str:
     """The transcript in `fmt`; raises ValueError for a format not in FORMATS. `names` are the
     owner's names for the speaker labels the segments carry, if any; json names the language
-    too, and how sure the recognizer was of it where it detected it."""
+    too, and how sure the recognizer was of it where it detected it, and lists the spans whose
+    text the recognizer's guards dropped (`suppressed`: start, end, reason), so nothing is lost
+    without a word; the other formats carry the text only."""
     diarized = any(s.get("speaker") for s in segments)
     if fmt == "txt":
         if diarized:
@@ -184,7 +187,7 @@ def render(fmt: str, text: str, segments: list[dict], duration: float | None = N
     if fmt == "json":
         document = {"text": text, "duration_seconds": duration, "language": language,
                     "language_probability": language_probability,
-                    "segments": [_json_segment(s) for s in segments]}
+                    "segments": [_json_segment(s) for s in segments], "suppressed": list(suppressed or [])}
         if diarized:
             labels = sorted({s["speaker"] for s in segments if s.get("speaker")}, key=lambda x: int(x[1:]))
             document["speakers"] = {label: speaker_name(label, names) for label in labels}

@@ -64,3 +64,78 @@ def cut_repeats(segments: list[dict]) -> list[dict]:
             out.append({**segment, "text": " ".join(word for word, _ in kept), "words": entries,
                         **({"end": entries[-1]["end"]} if entries else {})})
     return out
+
+
+# --- invented text: a segment no one could have said -------------------------------------------
+#
+# Whisper can write fluent sentences over silence, noise or music, or far more words than a stretch
+# of "uh uh uh" holds; such text need not repeat, so the loop test above misses it. A segment is
+# judged by what the decoder knew of it and by what the audio holds where it lies: voice activity
+# (a voice-activity detector's speech spans, in seconds from the window's start) and time.
+
+FASTEST_WORDS_PER_SECOND = 6.0   # faster than people speak, sustained
+SUSTAINED_WORDS = 8              # a rate is judged over at least this many words
+SQUEEZED_WORDS = 3               # of this many timed words or more, ...
+SHORTEST_WORD = 0.05             # ... most lasting less than this were not said
+HESITATIONS = frozenset("uh um uhm hm hmm mm er erm ah eh".split())
+LEAST_VOICE_SECONDS = 0.2        # less voice than this under a segment is none
+NO_SPEECH_PROB = 0.6             # Whisper's own silence test: the no-speech token this likely ...
+SILENT_LOGPROB = -1.0            # ... and the text this unlikely (average log-probability per token)
+
+NO_VOICE, TOO_FAST, LOOP = "no_voice", "too_fast", "loop"
+
+
+def voiced_seconds(start: float, end: float, voice: list[tuple[float, float]]) -> float:
+    """How much of [start, end] the voice spans cover."""
+    return sum(max(0.0, min(end, b) - max(start, a)) for a, b in voice)
+
+
+def implausible(segment: dict, voice: list[tuple[float, float]]) -> str | None:
+    """Why no one could have said `segment` (NO_VOICE, TOO_FAST or LOOP), or None when it is
+    plausible. `segment` carries the decoder's `no_speech_prob` and `avg_logprob` where the
+    engine knows them, and `cut` where the decoding ran into its cap in tokens; the compression
+    ratio is the text's own (a cut loop is judged as cut)."""
+    voiced = voiced_seconds(segment["start"], segment["end"], voice)
+    if voiced < LEAST_VOICE_SECONDS:
+        return NO_VOICE
+    if (segment.get("no_speech_prob", 0.0) > NO_SPEECH_PROB
+            and segment.get("avg_logprob", 0.0) < SILENT_LOGPROB):
+        return NO_VOICE
+    if segment.get("cut"):
+        return TOO_FAST  # the decoding ran into its cap in tokens (audio.whisper): no one says that much
+    words = len(segment["words"]) or len(segment["text"].split())
+    if words >= SUSTAINED_WORDS and words / max(voiced, 1.0) > FASTEST_WORDS_PER_SECOND:
+        return TOO_FAST
+    timed = [w for w in segment["words"] if _comparable(w["word"]) not in HESITATIONS]  # "uh" is quick
+    if len(timed) >= SQUEEZED_WORDS and 2 * sum(w["end"] - w["start"] < SHORTEST_WORD for w in timed) > len(timed):
+        return TOO_FAST  # most words align to no time at all: text the audio does not hold
+    if compression_ratio(segment["text"]) > LOOP_COMPRESSION:  # Whisper's figure, of the text as it stands
+        return LOOP
+    return None
+
+
+def suppress(segments: list[dict], voice: list[tuple[float, float]]) -> tuple[list[dict], list[dict]]:
+    """The plausible segments, and a {"start", "end", "reason"} entry for each one dropped, so
+    that nothing is lost without a word."""
+    kept, suppressed = [], []
+    for segment in segments:
+        reason = implausible(segment, voice)
+        if reason is None:
+            kept.append(segment)
+        else:
+            suppressed.append({"start": segment["start"], "end": segment["end"], "reason": reason})
+    return kept, suppressed
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["start"] < b["end"] and b["start"] < a["end"]
+
+
+def fill_in(kept: list[dict], suppressed: list[dict], strict: list[dict]) -> tuple[list[dict], list[dict]]:
+    """A window's plausible segments with the holes its suppressed ones left filled by a strict
+    decoding's plausible segments (`strict`, already judged): a strict segment fills a hole it
+    overlaps and clashes with no kept segment. A hole that none fills stays suppressed."""
+    fills = [s for s in strict if any(_overlap(s, hole) for hole in suppressed)
+             and not any(_overlap(s, k) for k in kept)]
+    still = [hole for hole in suppressed if not any(_overlap(hole, s) for s in fills)]
+    return sorted(kept + fills, key=lambda s: s["start"]), still

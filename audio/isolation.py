@@ -145,7 +145,8 @@ class IsolatedEngine:
         answer = self._read_answer(child, timeout, beat, f"for a {seconds:.0f}s window")
         if "error" in answer:
             raise RecognizerError(answer["error"])
-        return Recognized(answer["segments"], answer.get("language"), answer.get("language_probability"))
+        return Recognized(answer["segments"], answer.get("language"), answer.get("language_probability"),
+                          answer.get("suppressed", []))
 
     @property
     def pid(self) -> int | None:

@@ -5,7 +5,7 @@ registry can share them without importing one another.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 # A step's heartbeat: an engine calls it while a window takes its time, to keep the step's claim
@@ -23,11 +23,14 @@ class Recognized:
     `language` is the code used or detected, None where the engine cannot tell;
     `language_probability` how sure the engine was of a language it detected (None where it
     was told the language, or cannot tell).
+    `suppressed` lists the text an engine's guards dropped as no one could have said it
+    (audio.guards): {"start", "end", "reason"} each.
     """
 
     segments: list[dict]
     language: str | None = None
     language_probability: float | None = None
+    suppressed: list[dict] = field(default_factory=list)
 
 
 class Engine(Protocol):

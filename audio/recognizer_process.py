@@ -4,7 +4,7 @@
 side only builds the engine and answers. SPEC is the JSON of `audio.engines.spec`. The process
 loads its engine once and says so with one JSON line (`{"ready": true}` or `{"error": …}`).
 Then for each request line `{"pcm": PATH, "language": CODE|null, "prompt": TEXT|null}` it recognises the window of
-PCM in that file and answers one JSON line: `{"segments": […], "language": …}` or
+PCM in that file and answers one JSON line: `{"segments": […], "language": …, "suppressed": […]}` or
 `{"error": …}`. It ends when its parent closes the pipe (or kills it).
 
 With `--folder PATH` after SPEC, PATH is the folder its parent writes windows to: the child
@@ -91,7 +91,7 @@ def _serve(spec: dict, check: bool) -> None:
             result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"),
                                       request.get("prompt"))
             answer = {"segments": result.segments, "language": result.language,
-                      "language_probability": result.language_probability}
+                      "language_probability": result.language_probability, "suppressed": result.suppressed}
         except Exception as error:  # reported to the parent, which counts a failed attempt
             answer = {"error": f"{type(error).__name__}: {error}"}
         if trim is not None:

@@ -3,12 +3,20 @@
 Every window is decoded from a fresh state at temperature 0, with no sampling fallback, no VAD
 filter and no conditioning on a previous window's text: the same bytes give the same text
 whatever ran before, in any worker. What Whisper's sampling fallback was for, a window stuck
-in a loop, is handled by the text guards (audio.guards) instead.
+in a loop or text invented over silence, is handled by the guards (audio.guards) instead.
 """
 from __future__ import annotations
 
-from audio.guards import cut_repeats, loops
+from audio.guards import cut_repeats, fill_in, loops, suppress
 from audio.recognized import Recognized, rounded_seconds
+
+SAMPLE_RATE = 16000
+# Tokens a person's speech takes per second at most: 6 words/s (audio.guards) at some 1.5 tokens
+# a word, and a timestamp pair per segment. It caps every decoding (by twice the window's voiced
+# time, a strict one by its voiced time): a loop or an invented sentence stops short and costs
+# little (a looping 7 s window took 35 CPU seconds to write its 448 tokens).
+TOKENS_PER_SECOND = 10
+MOST_TOKENS = 440  # Whisper's own limit is 448 tokens, prompt included
 
 
 class WhisperEngine:
@@ -17,13 +25,18 @@ class WhisperEngine:
 
     A window whose text loops (`loops`: it compresses better than LOOP_COMPRESSION, Whisper's
     own test) is decoded again with repeated 4-grams forbidden, and if that text still loops,
-    its repeated tail is cut (`cut_repeats`).
+    its repeated tail is cut (`cut_repeats`). A window with a segment no one could have said
+    (`audio.guards.implausible`: text over no voice, faster than people speak, or looping) is
+    decoded again strictly, on its voiced parts only (Silero VAD) with repeats forbidden, still at
+    temperature 0; the strict decoding's plausible segments fill the holes (`fill_in`), and a
+    hole none fills is dropped and listed in `suppressed`.
     """
 
     name = "faster-whisper"
     OPTIONS = dict(beam_size=5, temperature=0.0, vad_filter=False, condition_on_previous_text=False,
                    word_timestamps=True)
     RETRY_OPTIONS = dict(no_repeat_ngram_size=4)  # what the second decoding of a looping window adds
+    STRICT_OPTIONS = dict(vad_filter=True, no_repeat_ngram_size=4)  # ... and of an implausible one
 
     def __init__(self, model: str, device: str = "cpu", threads: int = 0, download_root: str | None = None):
         from faster_whisper import WhisperModel  # loaded only where this engine is built: it is heavy
@@ -38,24 +51,65 @@ class WhisperEngine:
         import numpy as np
 
         audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
+        voice = voice_spans(audio)
+        if not voice:  # whatever a decoding wrote here would be over no voice: nothing is said
+            return Recognized([], language)
+        voiced = sum(end - start for start, end in voice)
+        # text longer than twice the voiced time could hold is too fast anyway: not written out
+        most = _most_tokens(min(2 * voiced + 1, len(audio) / SAMPLE_RATE))
         prompted = {"initial_prompt": prompt} if prompt else {}
-        result = self._decode(audio, language, **prompted)
+        result = self._guarded(audio, language, **prompted, max_new_tokens=most)
+        kept, suppressed = suppress(result.segments, voice)
+        if suppressed:
+            strict = self._guarded(audio, language, **prompted, **self.STRICT_OPTIONS,
+                                   max_new_tokens=_most_tokens(voiced))
+            strict, _ = suppress(strict.segments, voice)
+            kept, suppressed = fill_in(kept, suppressed, strict)
+        return Recognized([_plain(s) for s in kept], result.language, result.language_probability, suppressed)
+
+    def _guarded(self, audio, language: str | None, **extra) -> Recognized:
+        """The window decoded with `extra` options, loops decoded again and then cut."""
+        result = self._decode(audio, language, **extra)
         if loops(result.segments):
-            result = self._decode(audio, language, **prompted, **self.RETRY_OPTIONS)
+            result = self._decode(audio, language, **{**extra, **self.RETRY_OPTIONS})
             if loops(result.segments):
-                result.segments = cut_repeats(result.segments)
+                # the loop's repeats are gone: what made it run into the cap is mended
+                result.segments = [{k: v for k, v in s.items() if k != "cut"} for s in cut_repeats(result.segments)]
         return result
 
     def _decode(self, audio, language: str | None, **extra) -> Recognized:
+        """One decoding; each segment carries what the decoder knew of it, for the guards."""
         pieces, info = self.model.transcribe(audio, language=language, **{**self.OPTIONS, **extra})
-        segments = []
+        segments, tokens = [], 0
         for piece in pieces:
+            tokens += len(piece.tokens) + 2  # and its two timestamps
             text = piece.text.strip()
             if not text:
                 continue
             words = [{"word": w.word.strip(), "start": rounded_seconds(w.start), "end": rounded_seconds(w.end)}
                      for w in (piece.words or []) if w.word.strip()]
             segments.append({"start": rounded_seconds(piece.start), "end": rounded_seconds(piece.end),
-                             "text": text, "words": words})
+                             "text": text, "words": words, "no_speech_prob": piece.no_speech_prob,
+                             "avg_logprob": piece.avg_logprob})
+        if segments and tokens >= extra.get("max_new_tokens", MOST_TOKENS + 8):
+            segments[-1]["cut"] = True  # it ran into the cap: more text than the voice could hold
         detected = round(float(info.language_probability), 4) if language is None else None
         return Recognized(segments, info.language, detected)
+
+
+def voice_spans(audio) -> list[tuple[float, float]]:
+    """Where the window has a voice, as (start, end) seconds: faster-whisper's Silero detector."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    return [(span["start"] / SAMPLE_RATE, span["end"] / SAMPLE_RATE)
+            for span in get_speech_timestamps(audio, VadOptions())]
+
+
+def _most_tokens(seconds: float) -> int:
+    """The most tokens a decoding of `seconds` of speech may write."""
+    return min(MOST_TOKENS, int(TOKENS_PER_SECOND * seconds) + 16)
+
+
+def _plain(segment: dict) -> dict:
+    """A segment as a transcript keeps it: the decoder's figures were for the guards only."""
+    return {key: segment[key] for key in ("start", "end", "text", "words")}

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Accuracy and speed of each engine and model on real speech with reference transcripts.
 
-    .venv/bin/python bench/accuracy.py [--runs N] [--json PATH] [--only LABEL ...]
+    .venv/bin/python bench/accuracy.py [--runs N] [--json PATH] [--only LABEL ...] [--isa KIND ...]
     .venv/bin/python bench/accuracy.py --prompt-effect [--runs N]
 
 For each recognizer: word error rate on normalised text (bench/wer.py) with its
 substitutions, deletions and insertions; real-time factor as wall seconds and as process CPU
 seconds per audio second (medians over --runs passes, default 3); model load time; and the
 peak resident memory of the child process the recognizer runs in (one fresh process per
-recognizer, so the numbers do not mix). The data (bench/data.py) is fetched on first use.
+recognizer, so the numbers do not mix), and the most words a recording's text has for each
+word of its reference (an invented sentence shows there). `--isa` runs each recognizer again
+with CTranslate2's kernels held to an older CPU's (AVX2, AVX, GENERIC: see CPU_KINDS), since
+text is reproducible per machine, not across machines. The data (bench/data.py) is fetched on
+first use.
 Prints a table and writes JSON (default bench/results/accuracy.json).
 
 --prompt-effect measures the owner's prompt instead (issue 15 §3): the MFA "registers" set (short
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import platform
 import resource
 import statistics
@@ -49,6 +54,15 @@ class Recognizer:
         prompted = f' prompt="{self.prompt}"' if self.prompt else ""
         return f"{name} [{self.language or 'auto'}] on {self.dataset}{prompted}"
 
+
+# How to make this machine's CTranslate2 pick the kernels of an older CPU: it does its int8 work
+# through oneDNN, which has its own cap; CT2_FORCE_CPU_ISA alone changes nothing where oneDNN runs.
+CPU_KINDS = {
+    "native": {},
+    "AVX2": {"CT2_USE_MKL": "0", "CT2_FORCE_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "AVX": {"CT2_USE_MKL": "0", "CT2_FORCE_CPU_ISA": "AVX", "ONEDNN_MAX_CPU_ISA": "AVX"},
+    "GENERIC": {"CT2_USE_MKL": "0", "CT2_FORCE_CPU_ISA": "GENERIC", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+}
 
 RECOGNIZERS = [
     Recognizer("pocketsphinx", None, "en", "en"),
@@ -162,13 +176,21 @@ def pocketsphinx_load_seconds() -> float:
     return time.perf_counter() - started
 
 
-def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int) -> dict:
+def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int, isa: str = "native") -> dict:
     context = multiprocessing.get_context("spawn")
-    with context.Pool(1, maxtasksperchild=1) as pool:
-        measured = pool.apply(measure, (recognizer, [asdict(u) for u in utterances], runs))
+    saved = dict(os.environ)
+    os.environ.update(CPU_KINDS[isa])  # the spawned child reads them when CTranslate2 loads
+    try:
+        with context.Pool(1, maxtasksperchild=1) as pool:
+            measured = pool.apply(measure, (recognizer, [asdict(u) for u in utterances], runs))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    most_words = 0.0
     per_utterance, total, by_kind, by_speaker = [], NONE, {}, {}
     for utterance, text, language in zip(utterances, measured["texts"], measured["detected"]):
         errors = score(utterance.reference, text)
+        most_words = max(most_words, len(normalise(text)) / max(1, errors.reference_words))
         total = total + errors
         by_kind[utterance.kind] = by_kind.get(utterance.kind, NONE) + errors
         by_speaker[utterance.speaker] = by_speaker.get(utterance.speaker, NONE) + errors
@@ -178,9 +200,10 @@ def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int
                               "detected_language": language, **_errors(errors)})
     seconds = measured["audio_seconds"]
     wall, cpu = statistics.median(measured["wall_seconds"]), statistics.median(measured["cpu_seconds"])
+    label = recognizer.label if isa == "native" else f"{recognizer.label} ({isa})"
     result = {
-        "label": recognizer.label, **asdict(recognizer), "recordings": len(utterances),
-        "audio_seconds": round(seconds, 2), **_errors(total),
+        "label": label, **asdict(recognizer), "isa": isa, "recordings": len(utterances),
+        "audio_seconds": round(seconds, 2), **_errors(total), "most_words_per_reference_word": round(most_words, 2),
         "wer_by_kind": {kind: _errors(errors) for kind, errors in sorted(by_kind.items())},
         "wer_by_speaker": {who: _errors(errors) for who, errors in sorted(by_speaker.items())},
         "rtf_wall": wall / seconds, "rtf_cpu": cpu / seconds, "runs": len(measured["wall_seconds"]),
@@ -204,14 +227,15 @@ def _errors(errors: Errors) -> dict:
 
 
 HEADER = (f"{'recognizer':<40} {'audio s':>7} {'WER %':>6} {'S':>4} {'D':>4} {'I':>4} {'N':>5} "
-          f"{'RTF wall':>8} {'RTF CPU':>7} {'load s':>6} {'peak RSS MB':>11}")
+          f"{'RTF wall':>8} {'RTF CPU':>7} {'load s':>6} {'peak RSS MB':>11} {'most x ref':>10}")
 
 
 def row(result: dict) -> str:
     return (f"{result['label']:<40} {result['audio_seconds']:7.0f} {100 * result['wer']:6.1f} "
             f"{result['substitutions']:4} {result['deletions']:4} {result['insertions']:4} "
             f"{result['reference_words']:5} {result['rtf_wall']:8.3f} {result['rtf_cpu']:7.3f} "
-            f"{result['load_wall_seconds']:6.1f} {result['peak_rss_mb']:11.0f}")
+            f"{result['load_wall_seconds']:6.1f} {result['peak_rss_mb']:11.0f} "
+            f"{result.get('most_words_per_reference_word', float('nan')):10.2f}")
 
 
 def main() -> None:
@@ -222,6 +246,8 @@ def main() -> None:
                         help="run only recognizers whose label contains one of these strings")
     parser.add_argument("--prompt-effect", action="store_true",
                         help='the MFA "registers" set without and with prompt="Montreal Forced Aligner"')
+    parser.add_argument("--isa", nargs="*", default=["native"], choices=sorted(CPU_KINDS),
+                        help="CPU kinds to run each recognizer as (emulated through CTranslate2/oneDNN)")
     args = parser.parse_args()
     sets = data.prepare()
     sets["registers"] = [u for u in sets["en"] if u.kind == "registers"]
@@ -232,10 +258,11 @@ def main() -> None:
     results = []
     print(HEADER, flush=True)
     for recognizer in chosen:
-        result = evaluate(recognizer, sets[recognizer.dataset], args.runs)
-        result["when"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        results.append(result)
-        print(row(result), flush=True)
+        for isa in args.isa if recognizer.engine == "faster-whisper" else ["native"]:
+            result = evaluate(recognizer, sets[recognizer.dataset], args.runs, isa)
+            result["when"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            results.append(result)
+            print(row(result), flush=True)
     for title, key in (("kind of speech", "wer_by_kind"), ("speaker or voice", "wer_by_speaker")):
         print(f"\nWER % by {title} (reference words):")
         for result in results:
@@ -245,8 +272,7 @@ def main() -> None:
         # a partial run replaces its own rows and keeps the others, in the order of RECOGNIZERS
         fresh = {result["label"]: result for result in results}
         earlier = {result["label"]: result for result in json.loads(args.json.read_text())["results"]}
-        results = [fresh.get(r.label) or earlier[r.label] for r in catalogue
-                   if r.label in fresh or r.label in earlier]
+        results = [*(earlier[label] for label in earlier if label not in fresh), *fresh.values()]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
         "machine": {"cpus": multiprocessing.cpu_count(), "platform": platform.platform(),

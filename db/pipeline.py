@@ -147,9 +147,11 @@ class Pipeline:
         return row is not None
 
     def checkpoint(self, claim: Claim, from_seconds: float, to_seconds: float, segments: list[dict],
-                   language: str | None, lease_seconds: float, language_probability: float | None = None) -> bool:
-        """Save one recognised window's segments and move the checkpoint from `from_seconds` to
-        `to_seconds`, only while the claim is its own (P3); False when the claim moved on.
+                   language: str | None, lease_seconds: float, language_probability: float | None = None,
+                   suppressed: list[dict] | None = None) -> bool:
+        """Save one recognised window's segments (and the spans its guards suppressed) and move the
+        checkpoint from `from_seconds` to `to_seconds`, only while the claim is its own (P3);
+        False when the claim moved on.
 
         Raises CheckpointRefused when the claim is still its own but the window does not start
         at the record's last checkpoint: that run is a failed attempt, not a lost claim."""
@@ -159,6 +161,7 @@ class Pipeline:
                 {"id": claim.record_id, "token": claim.token, "from_seconds": from_seconds,
                  "to_seconds": to_seconds, "segments": Jsonb(segments), "language": language,
                  "language_probability": language_probability,
+                 "suppressed": Jsonb(suppressed or []),
                  "lease_seconds": lease_seconds},
             ).fetchone()
             if row is None:

@@ -31,9 +31,15 @@ def test_vtt():
 def test_json():
     data = json.loads(render("json", "t", SEGMENTS, 3662.0))
     assert data == {"text": "t", "duration_seconds": 3662.0, "language": None, "language_probability": None,
-                    "segments": SEGMENTS}
+                    "segments": SEGMENTS, "suppressed": []}
     told = json.loads(render("json", "t", SEGMENTS, 3662.0, language="ru", language_probability=0.97))
     assert (told["language"], told["language_probability"]) == ("ru", 0.97)
+
+
+def test_json_lists_suppressed_text():
+    """Issue 15 §2: the spans whose text the guards dropped are in the JSON, with their reasons."""
+    dropped = [{"start": 30.0, "end": 36.5, "reason": "no_voice"}]
+    assert json.loads(render("json", "t", SEGMENTS, 3662.0, suppressed=dropped))["suppressed"] == dropped
 
 
 def test_unknown_format():

@@ -97,22 +97,12 @@ def test_the_cli_takes_a_prompt(store, owner, tmp_path, monkeypatch, database_ur
     assert card(store.card_row(transcribed))["prompt"] == PROMPT
 
 
-def _needs_the_guard(model: str):
-    """base writes text on silence when prompted unless the invented-text guard (issue 15 §2)
-    drops text over a part with no voice; without that guard in this tree, base is not tested."""
-    from audio import guards
-
-    if model == "base" and not hasattr(guards, "suppress"):
-        pytest.skip("base relies on the invented-text guard of issue 15 §2")
-
-
 @pytest.mark.parametrize("model", ["tiny.en", "base"])
 def test_a_prompt_never_puts_words_on_silence(model, store, owner, tmp_path):
     """Issue 15 §3 (and §2's silence test): 10 s of silence with the prompt "Montreal Forced
     Aligner" gives no words, with each model."""
     from service.intake import accept_file
 
-    _needs_the_guard(model)
     the_settings = settings(whisper_model=model, home=tmp_path / "home", language="en")
     record_id = accept_file(store, the_settings, silence(tmp_path / "quiet.wav"), owner_id=owner["id"],
                             prompt=PROMPT)

@@ -204,9 +204,9 @@ WITH saved AS (
     RETURNING id, stage
 ), kept AS (
     -- the window's segments, written once, only if the checkpoint above took effect: a stale
-    -- holder writes neither (record_windows, migration 11)
-    INSERT INTO record_windows (record_id, from_seconds, to_seconds, claim_token, segments)
-    SELECT id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(segments)s FROM saved
+    -- holder writes neither (record_windows, migration 11; suppressed: migration 43)
+    INSERT INTO record_windows (record_id, from_seconds, to_seconds, claim_token, segments, suppressed)
+    SELECT id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(segments)s, %(suppressed)s FROM saved
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT id, 'pipeline', 'checkpoint', stage,

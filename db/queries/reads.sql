@@ -31,13 +31,19 @@ SELECT count(*) AS total FROM records WHERE halted_at IS NOT NULL;
 
 -- name: transcript
 -- The text, assembled at done, and once done its timed segments: the windows' (record_windows,
--- migration 11) in recording order, each window's in its own order.
+-- migration 11) in recording order, each window's in its own order; likewise the spans whose
+-- text the guards suppressed (migration 43).
 SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability,
        CASE WHEN r.stage = 'done' THEN
            (SELECT coalesce(jsonb_agg(e.segment ORDER BY w.from_seconds, e.n), '[]')
             FROM record_windows w, jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
             WHERE w.record_id = r.id)
-       END AS segments
+       END AS segments,
+       CASE WHEN r.stage = 'done' THEN
+           (SELECT coalesce(jsonb_agg(e.span ORDER BY w.from_seconds, e.n), '[]')
+            FROM record_windows w, jsonb_array_elements(w.suppressed) WITH ORDINALITY AS e(span, n)
+            WHERE w.record_id = r.id)
+       END AS suppressed
 FROM records r
 WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id)s);
 
