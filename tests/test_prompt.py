@@ -49,9 +49,10 @@ def test_the_prompt_is_an_owner_field_of_the_card_and_too_long_is_refused(make_a
         compat = api.http.post("/v1/audio/transcriptions", headers=api.auth(token),
                                files={"file": ("a.wav", handle)}, data={"prompt": "y" * 900})
     assert compat.status_code == 400 and compat.json()["error"]["param"] == "prompt"
-    with audio.open("rb") as handle:
+    other = encode(tmp_path / "b.wav", repeat=2)  # the same bytes would attach to the first record
+    with other.open("rb") as handle:
         waited = api.http.post("/v1/audio/transcriptions", headers=api.auth(token),
-                               files={"file": ("a.wav", handle)}, data={"prompt": PROMPT})
+                               files={"file": ("b.wav", handle)}, data={"prompt": PROMPT})
     assert waited.status_code == 504  # no workers here: it names the record, which keeps the prompt
     assert api.card(token, waited.json()["error"]["record"]["id"])["prompt"] == PROMPT
     assert store.list_card_rows(store.owner_by_name("alice")["id"], 10, 0)[1] == 2

@@ -19,7 +19,7 @@ class OneWindowThenBusy:
     def __init__(self):
         self.windows = 0
 
-    def recognize(self, pcm, language, beat):
+    def recognize(self, pcm, language, beat, prompt=None):
         self.windows += 1
         if self.windows > 1:
             (Path(os.environ["WINDOW_HOOK_DIR"]) / "busy").touch()
