@@ -415,6 +415,13 @@ HTTP_ROWS = [
     Row("Arabic-Indic digits of an existing id", "GET /records/{id}",
         lambda w: w.get(f"/records/{arabic_indic(w.baseline)}", **w.auth(w.notes["alice"])),
         Refused(404, "not_found"), _not_record_one),
+    # issue 17 §6: an id is ASCII digits, the whole string; a prefix of one is not an id
+    Row("an existing id then NUL (/records/ID%00)", "GET /records/{id}",
+        lambda w: w.get(f"/records/{w.baseline}%00", **w.auth(w.notes["alice"])),
+        Refused(404, "not_found"), _not_record_one),
+    Row("an existing id then an Arabic-Indic digit (/records/ID١)", "GET /records/{id}",
+        lambda w: w.get(f"/records/{w.baseline}\u0661", **w.auth(w.notes["alice"])),
+        Refused(404, "not_found"), _not_record_one),
     Row("id past 64 bits", "GET /records/{id}", lambda w: w.get("/records/99999999999999999999"),
         Refused(404, "not_found")),
     Row("id 0", "GET /records/{id}", lambda w: w.get("/records/0"), Refused(404, "not_found")),

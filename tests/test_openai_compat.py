@@ -122,3 +122,21 @@ def test_refusals_in_openai_shape(make_api, store, tmp_path):
     halter.join()
     assert caught.value.code == "undecodable_audio"
     assert "halted" in caught.value.message and "/records/" in caught.value.message
+
+
+def test_an_upload_is_filed_under_the_owner_who_sent_it(make_api, store, tmp_path):
+    """Issue 17 §6: a second owner's upload through the OpenAI-compatible endpoint is that
+    owner's record: in their `GET /records`, not the first owner's, and the first owner cannot
+    read it."""
+    api = make_api(sync_wait_seconds=0)
+    first, second = api.token("alice"), api.token("bob")
+    with encode(tmp_path / "bob.wav", "wav").open("rb") as handle:
+        with pytest.raises(openai.APIStatusError) as caught:
+            client(api, second, max_retries=0).audio.transcriptions.create(model="whisper-1", file=handle)
+    record = caught.value.body["record"]
+    assert caught.value.status_code == 504
+    theirs = api.http.get("/records", headers=api.auth(second)).json()
+    assert [item["id"] for item in theirs["items"]] == [record["id"]]
+    assert api.http.get("/records", headers=api.auth(first)).json()["total"] == 0
+    assert api.http.get(f"/records/{record['id']}", headers=api.auth(first)).status_code == 404
+    assert store.card_row(record["id"])["owner"] == "bob"
