@@ -34,7 +34,12 @@ class Outcome(enum.StrEnum):
 
 
 def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event = stopping) -> Outcome | NoWork:
-    """Work one record of the step's stage, or return NO_WORK when there is none (P1)."""
+    """Work one record of the step's stage, or return NO_WORK when there is none (P1). The
+    diarize step works the side queue of done records instead (actors.diarize)."""
+    if step is Step.DIARIZE:
+        from actors.diarize import diarize_once  # it builds on this module
+
+        return diarize_once(store, settings, stop)
     started = time.monotonic()
     outcome = _run_once(store, settings, step, stop)
     metrics.step_ran(step.value, None if outcome is NO_WORK else outcome.value, time.monotonic() - started)
@@ -69,7 +74,7 @@ def _run_once(store: Store, settings: Settings, step: Step, stop: threading.Even
     extra = set(fields) - spec.owns
     if extra:
         raise RuntimeError(f"step {step} returned fields it does not own: {sorted(extra)}")
-    if store.save_result(claim, fields):
+    if store.save_result(claim, fields, diarize=settings.diarize_on):
         return Outcome.SAVED
     spec.discard(store, fields)
     return Outcome.REFUSED

@@ -188,3 +188,21 @@ def render(fmt: str, text: str, segments: list[dict], duration: float | None = N
                   for c in cues(segments, names)]
         return "WEBVTT\n\n" + "\n".join(blocks)
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def labelled_segments(row: dict) -> list[dict]:
+    """A done record's segments as the store reads them (`Store.transcript`), each given its
+    speaker when the diarize step saved turns (split where the speaker changes)."""
+    segments = row.get("segments") or []
+    if not row.get("turns"):
+        return segments
+    from audio.speakers.assign import Turn, assign
+
+    return assign(segments, [Turn(t["start"], t["end"], t["speaker"]) for t in row["turns"]])
+
+
+def render_record(fmt: str, row: dict) -> str:
+    """A done record's text in `fmt` as the store reads it: with speakers once they are found,
+    under the names the owner gave them."""
+    return render(fmt, row["transcript"] or "", labelled_segments(row), row["duration_seconds"],
+                  row.get("speaker_names"))

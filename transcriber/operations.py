@@ -55,7 +55,7 @@ def cmd_transcribe(args, settings) -> int:
     from transcriber.transcribe import transcribe
 
     return transcribe([Path(f) for f in args.files], settings, owner=args.owner, fmt=args.format,
-                      language=args.language)
+                      language=args.language, speakers=args.speakers)
 
 
 def cmd_scheduler(args, settings) -> int:
@@ -85,6 +85,8 @@ def add_commands(sub) -> None:
     p.add_argument("--owner", default="local", help="owner of the records (created if missing)")
     p.add_argument("--format", choices=FORMATS, default="txt")
     p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
+    p.add_argument("--speakers", default="auto",
+                   help="who spoke when: auto (when the speakers extra is installed), off, or their number")
     p.set_defaults(run=cmd_transcribe)
 
     p = sub.add_parser("scheduler", help="send the per-step wake-ups every TRANSCRIBER_TICK_SECONDS")

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from audio.formats import render
+from audio.formats import render_record
 from db import Store
 from db.accounts import DuplicateOwner
 from domain.card import card
@@ -49,17 +49,28 @@ def _describe(c: dict) -> str:
         if c["retry_after"]:
             return f"retrying recognition in {c['retry_in_seconds']:.0f} s (attempt {c['attempts']} failed)"
         return f"converted ({duration:.1f} s of audio), waiting to recognise"
+    if c["speakers"]["state"] == "pending":
+        return f"done ({duration:.1f} s of audio), finding who spoke when"
+    if c["speakers"]["state"] == "halted":
+        return f"done ({duration:.1f} s of audio), without speakers: {c['speakers']['reason']}"
     return f"done ({duration:.1f} s of audio)"
 
 
-def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None) -> int:
+def _finished(c: dict) -> bool:
+    """Nothing more will come for this record in this run: halted, or done with its speakers
+    found, halted or not wanted (a record is done before its speakers are)."""
+    return bool(c["halt"]) or (c["stage"] == "done" and c["speakers"]["state"] != "pending")
+
+
+def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None,
+               speakers: str | None = None) -> int:
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
     records: dict[int, Path] = {}
     refused = 0
     for path in paths:
         try:
-            records[submit_file(store, settings, path, owner=owner, language=language)] = path
+            records[submit_file(store, settings, path, owner=owner, language=language, speakers=speakers)] = path
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1
@@ -75,7 +86,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                 if shown.get(record_id) != line:
                     shown[record_id] = line
                     print(f"[record {record_id}] {path.name}: {line}", file=sys.stderr, flush=True)
-            if all(c["stage"] == "done" or c["halt"] for c in cards.values()):
+            if all(_finished(c) for c in cards.values()):
                 break
             time.sleep(POLL_SECONDS)
     halted = 0
@@ -87,7 +98,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                   file=sys.stderr)
             continue
         row = store.transcript(record_id)
-        body = render(fmt, row["transcript"], row["segments"], row["duration_seconds"])
+        body = render_record(fmt, row)
         if len(paths) > 1 and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":

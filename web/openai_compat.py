@@ -26,7 +26,7 @@ from fastapi.routing import APIRoute
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from audio.formats import MEDIA_TYPES, render
+from audio.formats import MEDIA_TYPES, labelled_segments, render_record
 from db import Store
 from domain.card import links
 from service.config import Settings
@@ -82,12 +82,13 @@ def _segment(number: int, segment: dict) -> dict:
     return {"id": number, "seek": 0, "start": segment["start"], "end": segment["end"], "text": segment["text"],
             "tokens": [], "temperature": 0.0, "avg_logprob": segment.get("avg_logprob", 0.0),
             "compression_ratio": segment.get("compression_ratio", 1.0),
-            "no_speech_prob": segment.get("no_speech_prob", 0.0)}
+            "no_speech_prob": segment.get("no_speech_prob", 0.0),
+            **({"speaker": segment["speaker"]} if segment.get("speaker") else {})}
 
 
 def openai_text_response(response_format: str, row: dict, words: bool, segments_wanted: bool) -> Response:
     """The done record's text in the OpenAI response format asked for."""
-    text, segments, duration = row["transcript"] or "", row["segments"] or [], row["duration_seconds"]
+    text, segments, duration = row["transcript"] or "", labelled_segments(row), row["duration_seconds"]
     if response_format == "json":
         usage = {"type": "duration", "seconds": math.ceil(duration or 0)}
         return JSONResponse({"text": text, "usage": usage})
@@ -100,7 +101,7 @@ def openai_text_response(response_format: str, row: dict, words: bool, segments_
                              for s in segments for w in s.get("words") or () if w["word"].strip()]
         return JSONResponse(body)
     fmt = "txt" if response_format == "text" else response_format
-    return Response(render(fmt, text, segments, duration), media_type=MEDIA_TYPES[fmt])
+    return Response(render_record(fmt, row), media_type=MEDIA_TYPES[fmt])
 
 
 def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:

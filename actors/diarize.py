@@ -1,0 +1,104 @@
+"""The diarize step: who spoke when in a done record, worked from its side row (issue 19).
+
+The record is done and readable before this runs; the step claims the record's row in
+record_speakers, decodes the ORIGINAL audio again (the converted PCM was let go at done) one
+recognition window at a time, keeps only the speaker embeddings of each window (never the
+audio), clusters them at the end and saves the turns under its token. A stale holder's save
+is refused; a failure counts against the row's attempts and a run that fails for good halts the
+row only: the card then says why speakers are missing, the text stays served.
+"""
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from loguru import logger
+
+from actors.heartbeat import Heartbeat
+from actors.steps import spool_original
+from actors.work import Outcome, stopping
+from audio.decode import BYTES_PER_SECOND, UndecodableAudio, pcm16k
+from db import Store
+from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
+from domain.stages import Step
+from service import metrics
+from service.config import Settings
+
+
+class _SideLease:
+    """What the heartbeat renews through: the side row's lease, not the record's."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def renew_lease(self, claim: Claim, lease_seconds: float, progress_seconds: float | None = None) -> bool:
+        return self.store.renew_speakers_lease(claim, lease_seconds, progress_seconds)
+
+
+def find_turns(store: Store, job: dict, beat: Heartbeat, settings: Settings) -> list[dict]:
+    """Speaker turns of the record's original audio, streamed window by window."""
+    from audio.speakers.diarize import speaker_turns, window_embeddings
+    from audio.speakers.embed import Embeddings
+    from audio.windows import windows
+
+    if job["original_blob_id"] is None:
+        raise PermanentStepError(HaltReason.AUDIO_EXPIRED, "the original audio was deleted by retention")
+    with tempfile.TemporaryDirectory(prefix="transcriber-speakers-") as folder:
+        original = spool_original(store, job["original_blob_id"], Path(folder), beat)
+        found = []
+        try:
+            for at, window in windows(pcm16k(original, max_seconds=settings.max_audio_seconds)):
+                beat(at)
+                found.append(window_embeddings(window, at))
+                beat(at + len(window) / BYTES_PER_SECOND)
+        except UndecodableAudio as error:
+            raise PermanentStepError(HaltReason.UNDECODABLE_AUDIO, str(error)) from None
+    embeddings = Embeddings.joined(found)
+    if not len(embeddings):  # no speech found: no speakers, and nothing to retry
+        return []
+    turns = speaker_turns(embeddings, job["speakers"])
+    return [{"start": t.start, "end": t.end, "speaker": t.speaker} for t in turns]
+
+
+def diarize_once(store: Store, settings: Settings, stop: threading.Event = stopping) -> Outcome | NoWork:
+    """Work one record's speakers, or NO_WORK when no side row is claimable."""
+    started = time.monotonic()
+    outcome = _diarize_once(store, settings, stop)
+    metrics.step_ran(Step.DIARIZE.value, None if outcome is NO_WORK else outcome.value, time.monotonic() - started)
+    return outcome
+
+
+def _diarize_once(store: Store, settings: Settings, stop: threading.Event) -> Outcome | NoWork:
+    policy = settings.policy(Step.DIARIZE)
+    claim = store.claim_speakers(policy)
+    if claim is NO_WORK:
+        return NO_WORK
+    job = store.speakers_job(claim.record_id)
+    if job is None:  # the record was deleted right after the claim
+        return Outcome.REFUSED
+    log = logger.bind(record_id=claim.record_id, step="diarize")
+    try:
+        with Heartbeat(_SideLease(store), claim, policy, stop) as beat:
+            turns = find_turns(store, job, beat, settings)
+    except ClaimLost:
+        log.warning("record {}: diarize stopped early, its claim moved on; nothing saved", claim.record_id)
+        return Outcome.LOST
+    except Abandoned:
+        store.release_speakers(claim)
+        return Outcome.ABANDONED
+    except PermanentStepError as error:
+        halted = store.speakers_halt(claim, error.reason, str(error), count_failure=True)
+        return Outcome.HALTED if halted else Outcome.REFUSED
+    except Exception as error:  # any other error is a failed attempt of the side row
+        failures, message = job["failures"] + 1, f"{type(error).__name__}: {error}"
+        if policy.exhausted(failures):
+            halted = store.speakers_halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, message, count_failure=True)
+            return Outcome.HALTED if halted else Outcome.REFUSED
+        counted = store.speakers_failure(claim, message, policy.pause_after(failures))
+        return Outcome.FAILED if counted else Outcome.REFUSED
+    if store.save_speakers(claim, turns):
+        log.info("record {}: speakers saved ({} turns)", claim.record_id, len(turns))
+        return Outcome.SAVED
+    return Outcome.REFUSED
