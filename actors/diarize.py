@@ -18,7 +18,7 @@ from loguru import logger
 
 from actors.heartbeat import Heartbeat
 from actors.steps import spool_original
-from actors.work import Outcome, stopping
+from actors.outcomes import Outcome, stopping
 from audio.decode import BYTES_PER_SECOND, UndecodableAudio, pcm16k
 from db import Store
 from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError

@@ -5,13 +5,14 @@ can anything else that wants to work a record.
 """
 from __future__ import annotations
 
-import enum
 import threading
 import time
 
 from loguru import logger
 
+from actors.diarize import diarize_once
 from actors.heartbeat import Heartbeat
+from actors.outcomes import Outcome, stopping
 from actors.steps import STEPS
 from db import Store
 from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
@@ -20,25 +21,12 @@ from domain.stages import Step
 from service import metrics
 from service.config import Settings
 
-# Set when the process is stopping: running steps give their claims back at the next beat.
-stopping = threading.Event()
-
-
-class Outcome(enum.StrEnum):
-    SAVED = "saved"
-    FAILED = "failed"
-    HALTED = "halted"
-    REFUSED = "refused"      # the claim moved on before the result was written: nothing written (P3)
-    LOST = "lost"            # a lease renewal was refused: the step stopped early (P3)
-    ABANDONED = "abandoned"  # the worker is stopping: the claim was given back
 
 
 def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event = stopping) -> Outcome | NoWork:
     """Work one record of the step's stage, or return NO_WORK when there is none (P1). The
     diarize step works the side queue of done records instead (actors.diarize)."""
     if step is Step.DIARIZE:
-        from actors.diarize import diarize_once  # it builds on this module
-
         return diarize_once(store, settings, stop)
     started = time.monotonic()
     outcome = _run_once(store, settings, step, stop)
