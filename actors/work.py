@@ -10,7 +10,7 @@ import time
 
 from loguru import logger
 
-from actors.diarize import diarize_once
+from actors.diarizing import diarize_once
 from actors.heartbeat import Heartbeat
 from actors.outcomes import Outcome, stopping
 from actors.steps import STEPS
@@ -25,7 +25,7 @@ from service.config import Settings
 
 def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event = stopping) -> Outcome | NoWork:
     """Work one record of the step's stage, or return NO_WORK when there is none (P1). The
-    diarize step works the side queue of done records instead (actors.diarize)."""
+    diarize step works the side queue of done records instead (actors.diarizing)."""
     if step is Step.DIARIZE:
         return diarize_once(store, settings, stop)
     started = time.monotonic()

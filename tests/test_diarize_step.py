@@ -133,10 +133,29 @@ def test_a_stale_diarize_holder_cannot_save(store, owner):
     assert "[Speaker 1]" in render_record("srt", store.transcript(record))
 
 
+def test_check_judges_the_speakers_rows(store, owner):
+    """Issue 19 (`transcriber check` knows the side queue): sound after speakers are saved; a
+    speakers row holding a token without a lease is reported, naming its record."""
+    from db.check import Facts
+    from domain.invariants import check
+
+    on = settings(diarize="auto")
+    record = _done(store, owner, TALKER, on)
+    assert check(Facts(store.db)).sound  # queued, not yet claimed
+    claim = store.claim_speakers(policy())
+    assert check(Facts(store.db)).sound  # claimed under a live lease
+    assert store.save_speakers(claim, [])
+    assert check(Facts(store.db)).sound
+    with store.db.transaction() as conn:  # a broken row planted by hand
+        conn.execute("UPDATE record_speakers SET claim_token = 7 WHERE record_id = %(id)s", {"id": record})
+    found = check(Facts(store.db)).violations
+    assert [(v.rule, v.record) for v in found] == [("speakers_claim_half", record), ("speakers_done_still_claimed", record)]
+
+
 def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypatch):
     """Issue 19 (fails for good): after its attempts the speakers row is halted with the reason
     and error on the card, while the record stays done and its text is served."""
-    import actors.diarize
+    import actors.diarizing
 
     on = settings(diarize="auto", max_attempts=2, backoff_seconds=0)
     record = _done(store, owner, TALKER, on)
@@ -144,7 +163,7 @@ def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypat
     def broken(*args, **kwargs):
         raise RuntimeError("the embedding model broke")
 
-    monkeypatch.setattr(actors.diarize, "find_turns", broken)
+    monkeypatch.setattr(actors.diarizing, "find_turns", broken)
     assert run_once(store, on, Step.DIARIZE) is Outcome.FAILED
     assert wait_until(lambda: run_once(store, on, Step.DIARIZE) or None, 30) is Outcome.HALTED
     shown = card(store.card_row(record))

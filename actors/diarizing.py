@@ -71,6 +71,8 @@ def diarize_once(store: Store, settings: Settings, stop: threading.Event = stopp
 
 
 def _diarize_once(store: Store, settings: Settings, stop: threading.Event) -> Outcome | NoWork:
+    if not settings.diarize_on:  # this worker cannot (or may not) diarize: it leaves the rows to others
+        return NO_WORK
     policy = settings.policy(Step.DIARIZE)
     claim = store.claim_speakers(policy)
     if claim is NO_WORK:
