@@ -71,6 +71,15 @@ class Speakers:
     def release_speakers(self, claim: Claim) -> bool:
         return self._write(claim, "release", "release_speakers")
 
+    def resume_speakers(self, record_id: int, by: str = "operator") -> bool:
+        """A human returns the record's halted speakers row to work; False if none is halted."""
+        with self.db.connection() as conn:
+            row = conn.execute(query("resume_speakers"), {"id": record_id, "by": by}).fetchone()
+        if row is not None:
+            record_log(record_id, "done", "resumed").bind(step="diarize").info(
+                "record {}: speakers resumed by a human", record_id)
+        return row is not None
+
     def name_speakers(self, record_id: int, owner_id: int, names: dict[str, str | None]) -> bool:
         """The owner's names for speaker labels, merged into the earlier ones ("" or None takes a
         name away); False when the owner has no such record."""

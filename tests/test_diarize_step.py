@@ -20,6 +20,7 @@ from audio.formats import render_record
 from conftest import ROOT, kinds, policy, settings, wait_until
 from domain.card import card
 from domain.claims import NO_WORK
+from domain.resume import NotHalted, resume
 from domain.stages import Step
 from service.intake import accept_file
 
@@ -154,7 +155,8 @@ def test_check_judges_the_speakers_rows(store, owner):
 
 def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypatch):
     """Issue 19 (fails for good): after its attempts the speakers row is halted with the reason
-    and error on the card, while the record stays done and its text is served."""
+    and error on the card, while the record stays done and its text is served; `resume` returns
+    the row to work."""
     import actors.diarizing
 
     on = settings(diarize="auto", max_attempts=2, backoff_seconds=0)
@@ -173,6 +175,14 @@ def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypat
     assert "the embedding model broke" in shown["speakers"]["error"]
     assert render_record("txt", store.transcript(record)).strip()
     assert run_once(store, on, Step.DIARIZE) is NO_WORK
+    # the operator's resume returns the speakers row to work; mended, it saves them
+    assert resume(store, record, by="ops") == "done"
+    assert card(store.card_row(record))["speakers"]["state"] == "pending"
+    monkeypatch.undo()
+    assert run_once(store, on, Step.DIARIZE) is Outcome.SAVED
+    assert card(store.card_row(record))["speakers"]["state"] == "done"
+    with pytest.raises(NotHalted):
+        resume(store, record)
 
 
 def test_speakers_off_queues_nothing(store, owner):

@@ -115,6 +115,22 @@ SELECT record_id, 'pipeline', 'save_refused', 'done',
                           'current_claim_token', claim_token)
 FROM record_speakers WHERE record_id = %(id)s;
 
+-- name: resume_speakers
+-- A human returns a halted speakers row to work: the same guards reset as RESUME_RESETS names
+-- for records (halt flag, claim, failures, pause, lost leases, the time queued).
+WITH resumed AS (
+    UPDATE record_speakers
+    SET halted_at = NULL, halt_reason = NULL, halt_error = NULL, claim_token = NULL,
+        lease_expires_at = NULL, failures = 0, retry_after = NULL, lost_leases = 0, queued_at = now()
+    WHERE record_id = %(id)s AND halted_at IS NOT NULL
+    RETURNING record_id
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT record_id, 'human', 'resumed', 'done', jsonb_build_object('step', 'diarize', 'by', %(by)s::text)
+    FROM resumed
+)
+SELECT record_id FROM resumed;
+
 -- name: name_speakers
 -- The owner's names for the speaker labels; merged into those given before, a name of null or
 -- "" takes one away.
