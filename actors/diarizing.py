@@ -17,11 +17,12 @@ from pathlib import Path
 from loguru import logger
 
 from actors.heartbeat import Heartbeat
+from actors.running import HolderWrites, run_claimed
 from actors.steps import spool_original
 from actors.outcomes import Outcome, stopping
 from audio.decode import BYTES_PER_SECOND, UndecodableAudio, pcm16k
 from db import Store
-from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
+from domain.claims import NO_WORK, Claim, HaltReason, NoWork, PermanentStepError
 from domain.stages import Step
 from service import metrics
 from service.config import Settings
@@ -80,27 +81,13 @@ def _diarize_once(store: Store, settings: Settings, stop: threading.Event) -> Ou
     job = store.speakers_job(claim.record_id)
     if job is None:  # the record was deleted right after the claim
         return Outcome.REFUSED
-    log = logger.bind(record_id=claim.record_id, step="diarize")
-    try:
-        with Heartbeat(_SideLease(store), claim, policy, stop) as beat:
-            turns = find_turns(store, job, beat, settings)
-    except ClaimLost:
-        log.warning("record {}: diarize stopped early, its claim moved on; nothing saved", claim.record_id)
-        return Outcome.LOST
-    except Abandoned:
-        store.release_speakers(claim)
-        return Outcome.ABANDONED
-    except PermanentStepError as error:
-        halted = store.speakers_halt(claim, error.reason, str(error), count_failure=True)
-        return Outcome.HALTED if halted else Outcome.REFUSED
-    except Exception as error:  # any other error is a failed attempt of the side row
-        failures, message = job["failures"] + 1, f"{type(error).__name__}: {error}"
-        if policy.exhausted(failures):
-            halted = store.speakers_halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, message, count_failure=True)
-            return Outcome.HALTED if halted else Outcome.REFUSED
-        counted = store.speakers_failure(claim, message, policy.pause_after(failures))
-        return Outcome.FAILED if counted else Outcome.REFUSED
+    # failures count against the side row, never the record; the heartbeat renews the row's lease
+    writes = HolderWrites(store.release_speakers, store.speakers_halt, store.speakers_failure)
+    turns = run_claimed(_SideLease(store), writes, claim, policy, stop, job["failures"],
+                        lambda beat: find_turns(store, job, beat, settings))
+    if isinstance(turns, Outcome):
+        return turns
     if store.save_speakers(claim, turns):
-        log.info("record {}: speakers saved ({} turns)", claim.record_id, len(turns))
+        logger.bind(record_id=claim.record_id, step="diarize").info("record {}: speakers saved ({} turns)", claim.record_id, len(turns))
         return Outcome.SAVED
     return Outcome.REFUSED

@@ -97,7 +97,8 @@ def openai_text_response(response_format: str, row: dict, words: bool, segments_
         if segments_wanted or not words:
             body["segments"] = [_segment(i, s) for i, s in enumerate(segments)]
         if words:
-            body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
+            body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"],
+                              **({"speaker": w["speaker"]} if w.get("speaker") else {})}
                              for s in segments for w in s.get("words") or () if w["word"].strip()]
         return JSONResponse(body)
     fmt = "txt" if response_format == "text" else response_format
