@@ -47,6 +47,18 @@ class Speakers:
         """Save the speaker turns, only while the claim is its own."""
         return self._write(claim, "save", "save_speakers", turns=Jsonb(turns))
 
+    def speakers_checkpoint(self, claim: Claim, from_seconds: float, to_seconds: float, times: bytes,
+                            vectors: bytes, lease_seconds: float) -> bool:
+        """Save one window's embeddings and move the checkpoint on, only while the claim is its
+        own and the window starts at the last checkpoint; False otherwise (journaled)."""
+        return self._write(claim, "checkpoint", "speakers_checkpoint", from_seconds=from_seconds,
+                           to_seconds=to_seconds, times=times, vectors=vectors, lease_seconds=lease_seconds)
+
+    def speaker_windows(self, record_id: int, up_to: float) -> list[dict]:
+        """The embeddings checkpointed up to `up_to` seconds, in recording order."""
+        with self.db.connection() as conn:
+            return conn.execute(query("speaker_windows"), {"id": record_id, "up_to": up_to}).fetchall()
+
     def speakers_failure(self, claim: Claim, error: str, pause_seconds: float) -> bool:
         saved = self._write(claim, "failure", "speakers_failure", error=error, pause_seconds=pause_seconds)
         if saved:

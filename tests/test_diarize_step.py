@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 import wave
 
@@ -35,18 +36,31 @@ def _samples(path) -> np.ndarray:
     return np.frombuffer(b"".join(pcm16k(path)), np.int16)
 
 
-@pytest.fixture(scope="module")
-def conversation(tmp_path_factory):
-    """Reader, talker, reader again, as a WAV file: two real voices taking turns."""
-    reader, talker = _samples(READER), _samples(TALKER)
-    half = len(reader) // 2
+def _wav(path, parts) -> None:
     gap = np.zeros(int(0.6 * SAMPLE_RATE), np.int16)
-    path = tmp_path_factory.mktemp("speakers") / "conversation.wav"
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
         out.setframerate(SAMPLE_RATE)
-        out.writeframes(np.concatenate([reader[:half], gap, talker, gap, reader[half:]]).tobytes())
+        out.writeframes(np.concatenate([x for part in parts for x in (part, gap)]).tobytes())
+
+
+@pytest.fixture(scope="module")
+def conversation(tmp_path_factory):
+    """Reader, talker, reader again, as a WAV file: two real voices taking turns (20 s)."""
+    reader, talker = _samples(READER), _samples(TALKER)
+    half = len(reader) // 2
+    path = tmp_path_factory.mktemp("speakers") / "conversation.wav"
+    _wav(path, [reader[:half], talker, reader[half:]])
+    return path
+
+
+@pytest.fixture(scope="module")
+def long_conversation(tmp_path_factory):
+    """Reader, talker, reader, talker: 41 s, more than one window (30 s at most)."""
+    reader, talker = _samples(READER), _samples(TALKER)
+    path = tmp_path_factory.mktemp("speakers") / "long.wav"
+    _wav(path, [reader, talker, reader, talker])
     return path
 
 
@@ -80,6 +94,31 @@ def test_done_first_then_speakers_and_every_format_labels_them(store, owner, con
     assert all(s["speaker"] in ("S1", "S2") for s in document["segments"])
     assert "speakers_saved" in kinds(store, record)
     assert run_once(store, on, Step.DIARIZE) is NO_WORK  # worked once
+
+
+def test_a_run_stopped_after_a_window_goes_on_from_its_checkpoint(store, owner, long_conversation, monkeypatch):
+    """Issue 19 (checkpointed for long recordings): a diarize run whose worker stops right after
+    its first window gives its claim back with that window's embeddings saved; the next run
+    goes on from there (no window embedded twice) and finds both speakers."""
+    on = settings(diarize="auto")
+    record = _done(store, owner, long_conversation, on)
+    stop, saving = threading.Event(), store.speakers_checkpoint
+
+    def then_stop(*args, **kwargs):
+        saved = saving(*args, **kwargs)
+        stop.set()  # the worker is told to stop (SIGTERM) right after the window is saved
+        return saved
+
+    monkeypatch.setattr(store, "speakers_checkpoint", then_stop)
+    assert run_once(store, on, Step.DIARIZE, stop) is Outcome.ABANDONED
+    monkeypatch.undo()
+    assert run_once(store, on, Step.DIARIZE) is Outcome.SAVED
+    windows = [(e["detail"]["from_seconds"], e["detail"]["seconds"]) for e in store.events(record)
+               if e["kind"] == "checkpoint" and e["detail"].get("step") == "diarize"]
+    assert len(windows) >= 2 and windows[0][0] == 0
+    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:])), windows  # end to end, none twice
+    srt = render_record("srt", store.transcript(record))
+    assert "[Speaker 1]" in srt and "[Speaker 2]" in srt
 
 
 def test_the_owner_names_speakers_and_every_text_shows_the_names(store, conversation):

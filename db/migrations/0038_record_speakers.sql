@@ -24,6 +24,8 @@ CREATE TABLE record_speakers (
     halt_reason       text,
     halt_error        text,
     progress_seconds  double precision,
+    -- the checkpoint: windows up to here are embedded (record_speaker_windows)
+    embedded_seconds  double precision NOT NULL DEFAULT 0,
     -- the result, written once by the fenced save: [{start, end, speaker}] in time order
     turns             jsonb,
     done_at           timestamptz,
@@ -34,6 +36,21 @@ CREATE TABLE record_speakers (
     CHECK ((halted_at IS NULL) = (halt_reason IS NULL)),
     CHECK ((done_at IS NULL) = (turns IS NULL))
 );
+-- The embeddings of each window worked (a checkpoint, written under the claim's token by the
+-- statement that moves embedded_seconds on), so a run taken over goes on from the last window;
+-- clustering at the end reads them all, and the save of the turns lets them go. `times` are the
+-- (n, 2) float32 start/end seconds of the embedded pieces, `vectors` their (n, d) float32 rows.
+CREATE TABLE record_speaker_windows (
+    record_id     bigint NOT NULL REFERENCES record_speakers(record_id) ON DELETE CASCADE,
+    from_seconds  double precision NOT NULL,
+    to_seconds    double precision NOT NULL,
+    claim_token   bigint NOT NULL,
+    times         bytea NOT NULL,
+    vectors       bytea NOT NULL,
+    PRIMARY KEY (record_id, from_seconds),
+    CHECK (to_seconds > from_seconds)
+);
+
 CREATE INDEX record_speakers_claimable ON record_speakers (available_at, record_id)
     WHERE available_at IS NOT NULL;
 

@@ -32,9 +32,37 @@ SELECT id, claim_token, overdue, lost_leases FROM claimed;
 -- name: speakers_job
 -- What the diarize step reads: the number of speakers asked for, its failures so far, and the
 -- original audio it decodes again (the converted PCM is let go at done).
-SELECT s.record_id, s.speakers, s.failures, r.original_blob_id, r.duration_seconds
+SELECT s.record_id, s.speakers, s.failures, s.embedded_seconds, r.original_blob_id, r.duration_seconds
 FROM record_speakers s JOIN records r ON r.id = s.record_id
 WHERE s.record_id = %(id)s;
+
+-- name: speaker_windows
+-- The embeddings checkpointed so far, in recording order.
+SELECT from_seconds, to_seconds, times, vectors FROM record_speaker_windows
+WHERE record_id = %(id)s AND to_seconds <= %(up_to)s
+ORDER BY from_seconds;
+
+-- name: speakers_checkpoint
+-- One window's embeddings saved under the claim's token, the checkpoint moved on and the lease
+-- renewed; the window must start where the last checkpoint ended, so none is saved twice.
+WITH saved AS (
+    UPDATE record_speakers
+    SET embedded_seconds = %(to_seconds)s, progress_seconds = %(to_seconds)s,
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+    WHERE record_id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL
+      AND embedded_seconds = %(from_seconds)s
+    RETURNING record_id
+), kept AS (
+    INSERT INTO record_speaker_windows (record_id, from_seconds, to_seconds, claim_token, times, vectors)
+    SELECT record_id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(times)s, %(vectors)s FROM saved
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT record_id, 'pipeline', 'checkpoint', 'done',
+           jsonb_build_object('step', 'diarize', 'from_seconds', %(from_seconds)s::float8,
+                              'seconds', %(to_seconds)s::float8, 'claim_token', %(token)s::bigint)
+    FROM saved
+)
+SELECT record_id FROM saved;
 
 -- name: save_speakers
 WITH saved AS (
@@ -43,6 +71,9 @@ WITH saved AS (
         retry_after = NULL, progress_seconds = NULL
     WHERE record_id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL
     RETURNING record_id
+), let_go AS (
+    -- the checkpoints served their purpose
+    DELETE FROM record_speaker_windows w USING saved WHERE w.record_id = saved.record_id
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT record_id, 'pipeline', 'speakers_saved', 'done',
