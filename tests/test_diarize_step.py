@@ -245,3 +245,35 @@ def test_transcribe_with_a_number_of_speakers_prints_their_labels(env, conversat
                          timeout=600)
     assert run.returncode == 0, run.stderr
     assert "[Speaker 1]" in run.stdout and "[Speaker 2]" in run.stdout, (run.stdout, time.monotonic() - started)
+
+
+def test_the_openai_answer_waits_for_speakers_asked_for(store, conversation):
+    """Issue 19 (OpenAI `verbose_json` too): `speakers=2` on the OpenAI-compatible address makes
+    the answer wait for the speakers, and its segments and words carry them."""
+    from web.app import create_app
+
+    on = settings(diarize="auto")
+    token = store.add_owner("alice")
+    app = TestClient(create_app(store, on), raise_server_exceptions=False)
+    stop = threading.Event()
+
+    def worker():  # the pipeline's workers, beside the waiting request
+        while not stop.is_set():
+            if all(run_once(store, on, step) is NO_WORK for step in Step):
+                stop.wait(0.2)
+
+    thread = threading.Thread(target=worker, daemon=True)
+    thread.start()
+    try:
+        with conversation.open("rb") as handle:
+            answer = app.post("/v1/audio/transcriptions", headers={"Authorization": f"Bearer {token}"},
+                              files={"file": ("talk.wav", handle, "audio/wav")},
+                              data={"speakers": "2", "response_format": "verbose_json",
+                                    "timestamp_granularities[]": ["word", "segment"]})
+    finally:
+        stop.set()
+        thread.join(60)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert {s["speaker"] for s in body["segments"]} == {"S1", "S2"}
+    assert {w["speaker"] for w in body["words"]} == {"S1", "S2"}

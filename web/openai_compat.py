@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audio.formats import MEDIA_TYPES, labelled_segments, render_record
 from db import Store
-from domain.card import links
+from domain.card import links, speakers
 from service.config import Settings
 from service.intake import IntakeError, KeyReused
 from web.errors import ApiError
@@ -110,10 +110,11 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
     Owner = Annotated[dict, Depends(owner)]
 
-    def card_and_text(record_id: int, owner_id: int) -> tuple[dict | None, dict | None]:
-        """The record's card row, and its text row once done."""
+    def card_and_text(record_id: int, owner_id: int, with_speakers: bool = False) -> tuple[dict | None, dict | None]:
+        """The record's card row, and its text row once done (`with_speakers`: and its speakers
+        no longer pending)."""
         row = store.card_row(record_id, owner_id)
-        if row is None or row["stage"] != "done":
+        if row is None or row["stage"] != "done" or (with_speakers and speakers(row)["state"] == "pending"):
             return row, None
         text = store.transcript(record_id, owner_id)
         return row, (None if text is None else {**text, "language": row["language"]})
@@ -135,6 +136,9 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
         granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
         stream: bool = Form(default=False),
+        speakers_asked: str | None = Form(default=None, max_length=10, alias="speakers",
+                                          description="who spoke when (auto, off or their number); asked for, "
+                                                      "the answer waits for the speakers too (issue 19)"),
     ):
         """Accept the file into the durable pipeline and answer its text once done, in
         `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
@@ -153,16 +157,18 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         key = idempotency_key(request)
         try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
             record_id, _ = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
-                                                    language=language, key=key, attach_in_flight=key is None)
+                                                    language=language, key=key, attach_in_flight=key is None,
+                                                    speakers=speakers_asked)
         except IntakeError as error:
-            param = {"bad_language": "language", KeyReused.code: None}.get(error.code, "file")
+            param = {"bad_language": "language", "bad_speakers": "speakers", KeyReused.code: None}.get(error.code, "file")
             raise ApiError(error.status, error.code, str(error), param=param, **error.details) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds
         pause = POLL_FIRST_SECONDS
         while True:
-            row, done = await run_in_threadpool(card_and_text, record_id, who["id"])
+            row, done = await run_in_threadpool(card_and_text, record_id, who["id"],
+                                                speakers_asked not in (None, "", "off"))
             if done is not None:
                 return openai_text_response(response_format, done, words="word" in granularities,
                                             segments_wanted="segment" in granularities)
