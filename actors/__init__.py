@@ -74,6 +74,18 @@ def recognize() -> None:
     return _work(Step.RECOGNIZE)
 
 
+# The diarize step has a time limit of its own: one run decodes and embeds one recording (about
+# 0.06 CPU-s per audio second: minutes for the longest allowed), so a run still going after six
+# hours is stuck; dramatiq stops it, its lease runs out, and the lost-lease guard takes over.
+_DIARIZE_TIME_LIMIT_MS = 6 * 3600 * 1000
+
+
+@dramatiq.actor(actor_name="diarize", queue_name=QUEUE, max_retries=0, time_limit=_DIARIZE_TIME_LIMIT_MS)
+def diarize() -> None:
+    """Try to claim a done record's speakers row and find who spoke when (issue 19)."""
+    return _work(Step.DIARIZE)
+
+
 # One run of the sweep works this long at most (then it sends itself on from where it stopped),
 # and dramatiq's time limit sits well above it: the default (10 minutes) would kill a long pass.
 SWEEP_RUN_SECONDS = 60
@@ -118,7 +130,7 @@ def expire_audio() -> None:
         expire_audio.send()
 
 
-ACTORS = {Step.CONVERT: convert, Step.RECOGNIZE: recognize}
+ACTORS = {Step.CONVERT: convert, Step.RECOGNIZE: recognize, Step.DIARIZE: diarize}
 
 
 def _work(step: Step) -> None:

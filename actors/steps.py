@@ -20,6 +20,16 @@ from service.config import Settings
 
 
 
+def spool_original(store: Store, blob_id: int, folder: Path, beat: Callable[[], None]) -> Path:
+    """The original audio copied to a file in `folder` (a decoder may need to seek in it)."""
+    original = folder / "original"
+    with original.open("wb") as handle:
+        for chunk in store.read_blob(blob_id):
+            handle.write(chunk)
+            beat()
+    return original
+
+
 def convert(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> dict:
     """Decode the original (any container FFmpeg knows) into 16 kHz mono PCM, streamed.
 
@@ -29,11 +39,7 @@ def convert(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> 
     it becomes usable once complete, right before the save that points the record at it.
     """
     with tempfile.TemporaryDirectory(prefix="transcriber-") as folder:
-        original = Path(folder) / "original"
-        with original.open("wb") as handle:
-            for chunk in store.read_blob(record["original_blob_id"]):
-                handle.write(chunk)
-                beat()
+        original = spool_original(store, record["original_blob_id"], Path(folder), beat)
         if original.stat().st_size == 0:
             # intake never accepts an empty file: this is storage gone wrong, worth a retry
             raise RuntimeError("the original audio is missing from storage")

@@ -75,6 +75,8 @@ class Wakeups:
 
     @staticmethod
     def _step(stage: str) -> Step | None:
+        if stage == Step.DIARIZE.value:  # the side queue's wake-up names its step (migration 38)
+            return Step.DIARIZE
         try:
             return Step.for_stage(stage)
         except ValueError:  # a stage this version does not know

@@ -5,36 +5,28 @@ can anything else that wants to work a record.
 """
 from __future__ import annotations
 
-import enum
 import threading
 import time
 
 from loguru import logger
 
-from actors.heartbeat import Heartbeat
+from actors.diarizing import diarize_once
+from actors.outcomes import Outcome, stopping
+from actors.running import HolderWrites, run_claimed
 from actors.steps import STEPS
 from db import Store
-from domain.claims import NO_WORK, Abandoned, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
-from domain.policy import StepPolicy
+from domain.claims import NO_WORK, NoWork
 from domain.stages import Step
 from service import metrics
 from service.config import Settings
 
-# Set when the process is stopping: running steps give their claims back at the next beat.
-stopping = threading.Event()
-
-
-class Outcome(enum.StrEnum):
-    SAVED = "saved"
-    FAILED = "failed"
-    HALTED = "halted"
-    REFUSED = "refused"      # the claim moved on before the result was written: nothing written (P3)
-    LOST = "lost"            # a lease renewal was refused: the step stopped early (P3)
-    ABANDONED = "abandoned"  # the worker is stopping: the claim was given back
 
 
 def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event = stopping) -> Outcome | NoWork:
-    """Work one record of the step's stage, or return NO_WORK when there is none (P1)."""
+    """Work one record of the step's stage, or return NO_WORK when there is none (P1). The
+    diarize step works the side queue of done records instead (actors.diarizing)."""
+    if step is Step.DIARIZE:
+        return diarize_once(store, settings, stop)
     started = time.monotonic()
     outcome = _run_once(store, settings, step, stop)
     metrics.step_ran(step.value, None if outcome is NO_WORK else outcome.value, time.monotonic() - started)
@@ -52,32 +44,16 @@ def _run_once(store: Store, settings: Settings, step: Step, stop: threading.Even
         log.info("record {} was deleted; nothing to do", claim.record_id)
         return Outcome.REFUSED
     spec = STEPS[step]
-    try:
-        with Heartbeat(store, claim, policy, stop) as beat:
-            fields = spec.run(store, record, beat, settings)
-    except ClaimLost:
-        log.warning("record {}: {} stopped early, its claim moved on; nothing saved", claim.record_id, step)
-        return Outcome.LOST
-    except Abandoned:
-        store.release(claim)
-        return Outcome.ABANDONED
-    except PermanentStepError as error:
-        halted = store.halt(claim, error.reason, str(error), count_failure=True)
-        return Outcome.HALTED if halted else Outcome.REFUSED
-    except Exception as error:  # any other step error is a failed attempt, never swallowed
-        return _fail(store, claim, policy, record["failures"] + 1, f"{type(error).__name__}: {error}")
+    writes = HolderWrites(store.release, store.halt, store.record_failure)
+    fields = run_claimed(store, writes, claim, policy, stop, record["failures"],
+                         lambda beat: spec.run(store, record, beat, settings))
+    if isinstance(fields, Outcome):
+        return fields
     extra = set(fields) - spec.owns
     if extra:
         raise RuntimeError(f"step {step} returned fields it does not own: {sorted(extra)}")
-    if store.save_result(claim, fields):
+    if store.save_result(claim, fields, diarize=settings.diarize_on):
         return Outcome.SAVED
     spec.discard(store, fields)
     return Outcome.REFUSED
 
-
-def _fail(store: Store, claim: Claim, policy: StepPolicy, failures: int, error: str) -> Outcome:
-    if policy.exhausted(failures):
-        halted = store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, error, count_failure=True)
-        return Outcome.HALTED if halted else Outcome.REFUSED
-    counted = store.record_failure(claim, error, policy.pause_after(failures))
-    return Outcome.FAILED if counted else Outcome.REFUSED

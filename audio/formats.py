@@ -164,13 +164,6 @@ def speaker_paragraphs(segments: list[dict], names: dict[str, str] | None = None
                        for who, texts in paragraphs)
 
 
-def render_row(fmt: str, row: dict, names: dict[str, str] | None = None) -> str:
-    """A done record's transcript (the store's `transcript` row) in `fmt`."""
-    return render(fmt, row["transcript"], row["segments"], row["duration_seconds"], names=names,
-                  language=row.get("language"), language_probability=row.get("language_probability"),
-                  suppressed=row.get("suppressed"))
-
-
 def render(fmt: str, text: str, segments: list[dict], duration: float | None = None, *,
            names: dict[str, str] | None = None, language: str | None = None,
            language_probability: float | None = None, suppressed: list[dict] | None = None) -> str:
@@ -201,3 +194,23 @@ def render(fmt: str, text: str, segments: list[dict], duration: float | None = N
                   for c in cues(segments, names)]
         return "WEBVTT\n\n" + "\n".join(blocks)
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def labelled_segments(row: dict) -> list[dict]:
+    """A done record's segments as the store reads them (`Store.transcript`), each given its
+    speaker when the diarize step saved turns (split where the speaker changes)."""
+    segments = row.get("segments") or []
+    if not row.get("turns"):
+        return segments
+    from audio.speakers.assign import Turn, assign
+
+    return assign(segments, [Turn(t["start"], t["end"], t["speaker"]) for t in row["turns"]])
+
+
+def render_record(fmt: str, row: dict) -> str:
+    """A done record's text in `fmt` as the store reads it (`Store.transcript`): with speakers
+    once they are found, under the names the owner gave them, and its language and suppressed
+    spans in json."""
+    return render(fmt, row["transcript"] or "", labelled_segments(row), row["duration_seconds"],
+                  names=row.get("speaker_names"), language=row.get("language"),
+                  language_probability=row.get("language_probability"), suppressed=row.get("suppressed"))

@@ -137,7 +137,8 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
         assert store.checkpoint(claim, float(start), float(start + 30), window, "en", 600)
     checkpoints = time.perf_counter() - began
     statement = compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True)))
-    params = {"f_engine": "bench", "id": record_id, "token": claim.token, "target": Step.RECOGNIZE.target.value}
+    params = {"f_engine": "bench", "id": record_id, "token": claim.token, "target": Step.RECOGNIZE.target.value,
+              "diarize": False}
     with db.transaction() as conn:
         began = time.perf_counter()
         plan = conn.execute(statement, params).fetchone()["QUERY PLAN"][0]

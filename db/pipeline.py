@@ -81,18 +81,19 @@ class Pipeline:
         with self.db.connection() as conn:
             return conn.execute(text("read_record"), {"id": record_id}).fetchone()
 
-    def save_result(self, claim: Claim, fields: dict[str, object]) -> bool:
+    def save_result(self, claim: Claim, fields: dict[str, object], *, diarize: bool = False) -> bool:
         """Advance the record with the fields its step owns, only while the claim is its own (P3).
 
         The save that reaches done also assembles the text from the record's windows and lets its
-        converted audio go, in the same statement; that audio is deleted right after."""
+        converted audio go, in the same statement; that audio is deleted right after. With
+        `diarize` it queues the record for the diarize step too, unless its upload said off."""
         forbidden = sorted(set(fields) & NOT_STEP_FIELDS)
         if forbidden or not fields:
             raise ValueError(f"a step may not save {forbidden or 'nothing'}")
         done = claim.step.target is Stage.DONE
         statement = _save_statement(tuple(sorted(fields)), done)
         params = {f"f_{name}": _as_parameter(value) for name, value in fields.items()}
-        params.update(id=claim.record_id, token=claim.token, target=claim.step.target.value)
+        params.update(id=claim.record_id, token=claim.token, target=claim.step.target.value, diarize=diarize)
         with self.db.connection() as conn:
             row = conn.execute(statement, params).fetchone()
             saved = row is not None

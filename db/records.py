@@ -32,7 +32,8 @@ class Records:
     def accept_once(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
                     media_type: str = "application/octet-stream", language: str | None = None,
                     prompt: str | None = None, declared_seconds: float | None = None,
-                    expected_bytes: int | None = None, same: SameUpload | None = None) -> tuple[int, bool]:
+                    expected_bytes: int | None = None, same: SameUpload | None = None,
+                    speakers: str = "auto") -> tuple[int, bool]:
         """Store the original audio and create its record at stage created, unless `same` says
         an earlier upload already made it (`db.uploads`): the record's id, and whether it is new.
 
@@ -62,7 +63,7 @@ class Records:
                         {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
                          "size_bytes": size, "language": language, "prompt": prompt,
                          "intake_seconds": declared_seconds,
-                         "content_sha256": same and same.sha256},
+                         "content_sha256": same and same.sha256, "speakers_wanted": speakers},
                     ).fetchone()["id"]
                     if same is not None:
                         keep_key(conn, owner_id, same, record_id)

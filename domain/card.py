@@ -57,4 +57,26 @@ def card(row: dict, now: datetime | None = None) -> dict:
         # the original recording: kept, or deleted by retention (issue 16 §2) and since when
         "audio": "expired" if row.get("audio_expired_at") is not None else "kept",
         "audio_expired_at": _iso(row.get("audio_expired_at")),
+        "speakers": speakers(row),
     }
+
+
+def speakers(row: dict) -> dict:
+    """Where who-spoke-when stands (issue 19): pending (asked for, not found yet), done, halted
+    (the text is served without speakers; reason and error say why) or off (not asked for, or
+    the service does not diarize). `asked`: auto, off or a number; `names`: the owner's."""
+    asked = row.get("speakers_wanted", "auto")
+    view = {"state": "off", "reason": None, "error": None, "asked": asked,
+            "names": dict(row.get("speaker_names") or {})}
+    if row.get("speakers_halt_reason"):
+        return {**view, "state": "halted", "reason": row["speakers_halt_reason"],
+                "error": row.get("speakers_halt_error")}
+    if row.get("speakers_done_at") is not None:
+        return {**view, "state": "done"}
+    if row.get("speakers_queued"):
+        return {**view, "state": "pending", "attempts": row.get("speakers_failures", 0)}
+    if asked == "off":
+        return {**view, "reason": "not_asked"}
+    if row["stage"] != "done" and row["halted_at"] is None:
+        return {**view, "state": "pending"}
+    return {**view, "reason": "not_diarized"}  # TRANSCRIBER_DIARIZE=off or the extra not installed

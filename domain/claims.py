@@ -49,6 +49,9 @@ class HaltReason(enum.StrEnum):
     AUDIO_TOO_LONG = "audio_too_long"        # longer than TRANSCRIBER_MAX_AUDIO_SECONDS
     WORKER_LOST = "worker_lost"              # its claims kept dying with their worker
     ENGINE_REFUSED = "engine_refused"        # the recognizer refused it in a way no retry mends
+    # speakers only (the record stays done): the original was deleted by retention before
+    # diarization could decode it again
+    AUDIO_EXPIRED = "audio_expired"
 
 
 class PermanentStepError(Exception):

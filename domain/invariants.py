@@ -135,9 +135,29 @@ def advanced_twice_violation(row: dict) -> Violation:
                      record=row["record_id"])
 
 
+def speakers_violations(row: dict) -> list[Violation]:
+    """What a record's speakers row (the diarize step's side queue) breaks: it exists only for a
+    done record, holds a token and a lease together or neither, lets its claim go when saved,
+    and is saved once."""
+    found, record = [], row["record_id"]
+    if row["stage"] != Stage.DONE:
+        found.append(Violation("speakers_before_done", f"queued for speakers at stage {row['stage']}, "
+                               "before done", record=record))
+    if row["claim_half"]:
+        found.append(Violation("speakers_claim_half", "its speakers row holds a claim token without a lease, "
+                               "or a lease without a token", record=record))
+    if row["done_still_claimed"]:
+        found.append(Violation("speakers_done_still_claimed", "its speakers are saved, yet the row still "
+                               "holds a claim", record=record))
+    if row["saves"] > 1:
+        found.append(Violation("speakers_saved_twice", f"its speakers were saved {row['saves']} times",
+                               record=record))
+    return found
+
+
 class FactSource(Protocol):
     """What the checker reads (db.check.Facts): each record through `on_record(row, now)`, then
-    {"orphan_blobs", "incomplete_audio", "windows", "advanced_twice"} (lists), all from one
+    {"orphan_blobs", "incomplete_audio", "windows", "advanced_twice", "speakers"} (lists), all from one
     snapshot."""
 
     def read(self, grace_seconds: float, on_record: Callable[[dict, datetime], None]) -> dict: ...
@@ -158,4 +178,6 @@ def check(facts: FactSource, grace_seconds: float = ORPHAN_GRACE_SECONDS) -> Rep
     report.violations.extend(incomplete_audio_violation(row) for row in rest["incomplete_audio"])
     report.violations.extend(windows_violation(row) for row in rest["windows"])
     report.violations.extend(advanced_twice_violation(row) for row in rest["advanced_twice"])
+    for row in rest.get("speakers", ()):
+        report.violations.extend(speakers_violations(row))
     return report

@@ -41,8 +41,8 @@ class StepPolicy:
 
 # Defaults: a lease long enough for a slow machine between renewals, and a time limit in the stage
 # generous enough that a record waiting behind a backlog is not halted merely for waiting.
-DEFAULT_LEASE_SECONDS = {Step.CONVERT: 120.0, Step.RECOGNIZE: 300.0}
-DEFAULT_TIME_LIMIT_SECONDS = {Step.CONVERT: 24 * 3600.0, Step.RECOGNIZE: 72 * 3600.0}
+DEFAULT_LEASE_SECONDS = {Step.CONVERT: 120.0, Step.RECOGNIZE: 300.0, Step.DIARIZE: 300.0}
+DEFAULT_TIME_LIMIT_SECONDS = {Step.CONVERT: 24 * 3600.0, Step.RECOGNIZE: 72 * 3600.0, Step.DIARIZE: 72 * 3600.0}
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BACKOFF_SECONDS = 10.0
 DEFAULT_MAX_LOST_LEASES = 3

@@ -54,14 +54,21 @@ class ResumeStore(Protocol):
     def stage_of(self, record_id: int) -> str | None:
         """The record's stage, or None if there is no such record."""
 
+    def resume_speakers(self, record_id: int, by: str = ...) -> bool:
+        """Return a done record's halted speakers row to work, every guard of it reset as
+        RESUME_RESETS names them for records; False if it has none halted."""
+
 
 def resume(store: ResumeStore, record_id: int, by: str = "operator") -> str:
     """Return a halted record to work from the stage where it stood; return that stage. `by`
-    names the human who did it in the journal (the operator's name from the panel)."""
+    names the human who did it in the journal (the operator's name from the panel). A done
+    record whose speakers halted (issue 19) has its speakers row resumed instead."""
     stage = store.resume(record_id, RESUME_RESETS, by=by)
     if stage is not None:
         return stage
     current = store.stage_of(record_id)
     if current is None:
         raise UnknownRecord(record_id)
+    if current == "done" and store.resume_speakers(record_id, by=by):
+        return current
     raise NotHalted(record_id, current)

@@ -17,6 +17,9 @@ class Step(enum.StrEnum):
 
     CONVERT = "convert"
     RECOGNIZE = "recognize"
+    # a side step: it works a done record's row in record_speakers (who spoke when) and never
+    # moves the record's stage, so no stage leads to it
+    DIARIZE = "diarize"
 
     @property
     def source(self) -> Stage:
@@ -30,8 +33,8 @@ class Step(enum.StrEnum):
     def for_stage(cls, stage: Stage | str) -> Step | None:
         """The step that takes a record onward from `stage`; None once it is done."""
         stage = Stage(stage)
-        return next((step for step in cls if step.source is stage), None)
+        return next((step for step in cls if step.source is stage and step is not cls.DIARIZE), None)
 
 
-_SOURCE = {Step.CONVERT: Stage.CREATED, Step.RECOGNIZE: Stage.CONVERTED}
-_TARGET = {Step.CONVERT: Stage.CONVERTED, Step.RECOGNIZE: Stage.DONE}
+_SOURCE = {Step.CONVERT: Stage.CREATED, Step.RECOGNIZE: Stage.CONVERTED, Step.DIARIZE: Stage.DONE}
+_TARGET = {Step.CONVERT: Stage.CONVERTED, Step.RECOGNIZE: Stage.DONE, Step.DIARIZE: Stage.DONE}

@@ -67,6 +67,15 @@ class Settings:
     audio_retention_days: float | None = None
     # a browser session unused this long has ended (web.sessions)
     session_idle_seconds: float = 12 * 3600.0
+    # who spoke when (issue 19): auto diarizes where the `speakers` extra is installed; off never
+    diarize: str = "auto"
+
+    @property
+    def diarize_on(self) -> bool:
+        """Whether done records are queued for the diarize step (unless their upload said off)."""
+        from audio import speakers
+
+        return self.diarize == "auto" and speakers.available()
 
     @property
     def audio_retention_seconds(self) -> float | None:
@@ -205,7 +214,16 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         queue=queue_of(env),
         audio_retention_days=_retention_days(env),
         session_idle_seconds=_number(env, "TRANSCRIBER_SESSION_IDLE_SECONDS", 12 * 3600.0, minimum=1, maximum=90 * DAY),
+        diarize=_choice(env, "TRANSCRIBER_DIARIZE", ("auto", "off")),
     )
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (the first when unset)."""
+    raw = env.get(name, "").strip().lower() or choices[0]
+    if raw not in choices:
+        raise ConfigError(name, f"must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
 
 
 def _retention_days(env: Mapping[str, str]) -> float | None:

@@ -22,6 +22,7 @@ MAX_SUMMARY = 20_000
 MAX_TOPIC = 100
 MAX_TOPICS = 50
 MAX_NAME = 200
+MAX_SPEAKER_NAME = 100
 FALLBACK_NAME = "upload"
 
 _ASCII_DIGITS = re.compile(r"[0-9]+")
@@ -66,12 +67,24 @@ Title = Text(MAX_TITLE)
 
 
 class Edit(BaseModel):
-    """The owner's edit: title, summary and topics only; anything else is refused (422)."""
+    """The owner's edit: title, summary, topics and speaker names only; anything else is refused (422)."""
 
     model_config = ConfigDict(extra="forbid")
     title: Title | None = None
     summary: Text(MAX_SUMMARY) | None = None
     topics: list[Text(MAX_TOPIC)] | None = Field(default=None, max_length=MAX_TOPICS)
+    # names for speaker labels ({"S1": "Alice"}; "" or null takes a name away): issue 19
+    speakers: dict[Annotated[str, Field(pattern=r"^S[1-9][0-9]?$")], Text(MAX_SPEAKER_NAME) | None] | None = \
+        Field(default=None, max_length=99)
+
+
+def speakers_wanted(raw: str | int | None) -> str:
+    """What an upload asks of diarization: `auto` (the service decides), `off`, or a number of
+    speakers 1–99; ValueError for anything else."""
+    value = str(raw if raw is not None else "auto").strip().lower() or "auto"
+    if value in ("auto", "off") or (_ASCII_DIGITS.fullmatch(value) and 1 <= int(value) <= 99):
+        return value if value in ("auto", "off") else str(int(value))
+    raise ValueError(f"speakers must be auto, off or a number from 1 to 99, got {value[:20]!r}")
 
 
 def source_name(raw: str | None) -> str:

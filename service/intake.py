@@ -94,6 +94,18 @@ def checked_prompt(prompt: str | None) -> str | None:
     return prompt.strip()
 
 
+class BadSpeakers(IntakeError):
+    code = "bad_speakers"
+
+
+def checked_speakers(speakers: str | int | None) -> str:
+    """What the upload asks of diarization (auto, off or a number); BadSpeakers otherwise."""
+    try:
+        return inputs.speakers_wanted(speakers)
+    except ValueError as error:
+        raise BadSpeakers(str(error)) from None
+
+
 def checked_text(field: str, value: str) -> str:
     """`value` if the database can store it as the record's `field`; BadText otherwise."""
     problem = inputs.text_problem(value)
@@ -132,15 +144,16 @@ def _read(path: Path) -> Iterator[bytes]:
 
 
 def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                source_name: str | None = None, language: str | None = None, prompt: str | None = None) -> int:
+                source_name: str | None = None, language: str | None = None, prompt: str | None = None,
+                speakers: str | None = None) -> int:
     """Check the file at `path` holds decodable audio and accept it; return the record id."""
     return accept_once(store, settings, path, owner_id=owner_id, title=title, source_name=source_name,
-                       language=language, prompt=prompt)[0]
+                       language=language, prompt=prompt, speakers=speakers)[0]
 
 
 def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
                 source_name: str | None = None, language: str | None = None, prompt: str | None = None,
-                same: SameUpload | None = None) -> tuple[int, bool]:
+                same: SameUpload | None = None, speakers: str | int | None = None) -> tuple[int, bool]:
     """Accept the file at `path` unless `same` names an earlier upload it repeats (then that
     record, found before the file is probed or stored again): the record id, and whether it is
     new. The same key with other bytes is KeyReused, with nothing stored."""
@@ -148,6 +161,7 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     title = checked_text("title", title)
     language = checked_language(settings, language)
     prompt = checked_prompt(prompt)
+    speakers = checked_speakers(speakers)
     try:
         earlier = None if same is None else store.earlier_upload(owner_id, same)
         if earlier is not None:
@@ -155,7 +169,7 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         size, declared = _check_audio(settings, path, name)
         return store.accept_once(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
                                  language=language, prompt=prompt, declared_seconds=declared,
-                                 expected_bytes=size, same=same)
+                                 expected_bytes=size, same=same, speakers=speakers)
     except UploadKeyReused:
         raise KeyReused("this Idempotency-Key was first sent with other bytes; "
                         "a new upload needs a new key") from None
@@ -184,11 +198,12 @@ def _check_audio(settings: Settings, path: Path, name: str) -> tuple[int, float 
 
 
 def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",
-                language: str | None = None, prompt: str | None = None) -> int:
+                language: str | None = None, prompt: str | None = None, speakers: str | None = None) -> int:
     """Accept the file at `path` for the owner called `owner`; return the new record's id."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
     found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language, prompt=prompt)
+    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language,
+                       prompt=prompt, speakers=speakers)

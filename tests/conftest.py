@@ -164,7 +164,9 @@ def env(database_url, tmp_path) -> dict:
     share its Redis or RabbitMQ never take each other's wake-ups."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     environment.update(TRANSCRIBER_DATABASE_URL=database_url, TRANSCRIBER_HOME=str(tmp_path / "home"),
-                       TRANSCRIBER_QUEUE=f"tests_{os.getpid()}_{next(_queue_numbers)}")
+                       TRANSCRIBER_QUEUE=f"tests_{os.getpid()}_{next(_queue_numbers)}",
+                       # speakers cost CPU on every done record: only the tests about them ask
+                       TRANSCRIBER_DIARIZE="off")
     environment["PYTHONPATH"] = str(ROOT) + os.pathsep + environment.get("PYTHONPATH", "")
     return environment
 
@@ -209,6 +211,7 @@ def settings(**overrides):
     """Service settings as the environment would give them, with TRANSCRIBER_* overrides."""
     from service import config
 
+    overrides = {"diarize": "off", **overrides}  # speakers only where a test asks (they cost CPU)
     return config.load({f"TRANSCRIBER_{k.upper()}": str(v) for k, v in overrides.items()})
 
 

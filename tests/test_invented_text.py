@@ -143,7 +143,7 @@ def test_suppressed_text_is_stored_per_window_and_shown_in_the_json(store, owner
     checkpoint, and the done transcript lists every window's in recording order."""
     import json
 
-    from audio.formats import render_row
+    from audio.formats import render_record
     from domain.stages import Step
 
     record_id = add_record(store, owner)
@@ -154,7 +154,7 @@ def test_suppressed_text_is_stored_per_window_and_shown_in_the_json(store, owner
     assert store.checkpoint(claim, 29.5, 40.0, [], "en", 60, suppressed=[{"start": 30.0, "end": 39.0, "reason": TOO_FAST}])
     assert store.save_result(claim, {"engine": "test"})
     row = store.transcript(record_id)
-    shown = json.loads(render_row("json", row))
+    shown = json.loads(render_record("json", row))
     assert shown["text"] == "hello"
     assert shown["suppressed"] == [{"start": 5.0, "end": 9.0, "reason": NO_VOICE},
                                    {"start": 30.0, "end": 39.0, "reason": TOO_FAST}]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from audio.formats import render_row
+from audio.formats import render_record
 from conftest import ROOT, settings, work_until_idle
 from domain.card import card
 from media import SAMPLE, encode
@@ -37,7 +37,7 @@ def test_the_detected_language_and_its_probability_are_on_the_card_and_in_the_js
     shown = card(store.card_row(record_id))
     assert shown["stage"] == "done" and shown["language"] == "ru"
     assert 0 < shown["language_probability"] <= 1
-    text = json.loads(render_row("json", store.transcript(record_id)))
+    text = json.loads(render_record("json", store.transcript(record_id)))
     assert (text["language"], text["language_probability"]) == ("ru", shown["language_probability"])
 
 

@@ -101,10 +101,10 @@ def test_delete_between_a_step_and_its_save(make_api, store, db, tmp_path):
     at_save, deleted = threading.Event(), threading.Event()
     real_save = store.save_result
 
-    def save_after_delete(claim, fields):
+    def save_after_delete(claim, fields, **options):
         at_save.set()
         assert deleted.wait(60)
-        return real_save(claim, fields)
+        return real_save(claim, fields, **options)
 
     store.save_result = save_after_delete
     result = {}

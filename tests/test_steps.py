@@ -208,7 +208,7 @@ def test_lease_renewal_does_not_wait_for_the_step(store, owner):
     while the step waits (on a slow recognizer child) without beating, the lease is still
     extended; and a step silent for a whole lease is taken for hung, its lease left to run out,
     so another worker can take the record over."""
-    from actors.work import Heartbeat
+    from actors.heartbeat import Heartbeat
 
     record_id = add_record(store, owner)
     slow = policy(lease=9)  # renewed every 3 s; taken for hung after 9 s without a beat

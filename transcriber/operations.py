@@ -55,7 +55,7 @@ def cmd_transcribe(args, settings) -> int:
     from transcriber.transcribe import transcribe
 
     return transcribe([Path(f) for f in args.files], settings, owner=args.owner, fmt=args.format,
-                      language=args.language, prompt=args.prompt)
+                      language=args.language, prompt=args.prompt, speakers=args.speakers)
 
 
 def cmd_scheduler(args, settings) -> int:
@@ -86,6 +86,8 @@ def add_commands(sub) -> None:
     p.add_argument("--format", choices=FORMATS, default="txt")
     p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
     p.add_argument("--prompt", help="names, jargon or context to help recognition (at most 800 characters)")
+    p.add_argument("--speakers", default="auto",
+                   help="who spoke when: auto (when the speakers extra is installed), off, or their number")
     p.set_defaults(run=cmd_transcribe)
 
     p = sub.add_parser("scheduler", help="send the per-step wake-ups every TRANSCRIBER_TICK_SECONDS")

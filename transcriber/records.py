@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from audio.formats import FORMATS, render_row
+from audio.formats import FORMATS, render_record
 from db import Store
 from domain.card import card
 from domain.resume import NotHalted, UnknownRecord, resume
@@ -17,7 +17,7 @@ from transcriber.console import UserError, print_json, record_id_argument
 def cmd_submit(args, settings) -> int:
     store = open_store(settings)
     record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title,
-                            language=args.language, prompt=args.prompt)
+                            language=args.language, prompt=args.prompt, speakers=args.speakers)
     print(record_id)
     return 0
 
@@ -51,7 +51,7 @@ def cmd_text(args, settings) -> int:
         raise UserError(f"no record with id {args.id}")
     if row["stage"] != "done":
         raise UserError(f"record {args.id} has no text yet: it is at stage {row['stage']}")
-    sys.stdout.write(render_row(args.format, row))
+    sys.stdout.write(render_record(args.format, row))
     return 0
 
 
@@ -87,6 +87,8 @@ def add_commands(sub) -> None:
     p.add_argument("--title", default="")
     p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
     p.add_argument("--prompt", help="names, jargon or context to help recognition (at most 800 characters)")
+    p.add_argument("--speakers", default="auto",
+                   help="who spoke when: auto (when the speakers extra is installed), off, or their number")
     p.set_defaults(run=cmd_submit)
 
     by_id = (("text", cmd_text, "print a done record's text"),

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from audio.formats import render_row
+from audio.formats import render_record
 from db import Store
 from db.accounts import DuplicateOwner
 from domain.card import card
@@ -51,6 +51,10 @@ def _describe(c: dict) -> str:
         if c["retry_after"]:
             return f"retrying recognition in {c['retry_in_seconds']:.0f} s (attempt {c['attempts']} failed)"
         return f"converted ({duration:.1f} s of audio), waiting to recognise"
+    if c["speakers"]["state"] == "pending":
+        return f"done ({duration:.1f} s of audio), finding who spoke when"
+    if c["speakers"]["state"] == "halted":
+        return f"done ({duration:.1f} s of audio), without speakers: {c['speakers']['reason']}"
     return f"done ({duration:.1f} s of audio)"
 
 
@@ -64,8 +68,14 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupt)
 
 
+def _finished(c: dict) -> bool:
+    """Nothing more will come for this record in this run: halted, or done with its speakers
+    found, halted or not wanted (a record is done before its speakers are)."""
+    return bool(c["halt"]) or (c["stage"] == "done" and c["speakers"]["state"] != "pending")
+
+
 def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None,
-               prompt: str | None = None) -> int:
+               prompt: str | None = None, speakers: str | None = None) -> int:
     _stop_on_sigterm()
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
@@ -74,7 +84,8 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
     refused = 0
     for path in paths:
         try:
-            records[submit_file(store, settings, path, owner=owner, language=language, prompt=prompt)] = path
+            records[submit_file(store, settings, path, owner=owner, language=language, prompt=prompt,
+                                speakers=speakers)] = path
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1
@@ -90,7 +101,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                 if shown.get(record_id) != line:
                     shown[record_id] = line
                     print(f"[record {record_id}] {path.name}: {line}", file=sys.stderr, flush=True)
-            if all(c["stage"] == "done" or c["halt"] for c in cards.values()):
+            if all(_finished(c) for c in cards.values()):
                 break
             time.sleep(POLL_SECONDS)
     halted = 0
@@ -102,7 +113,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                   file=sys.stderr)
             continue
         row = store.transcript(record_id)
-        body = render_row(fmt, row)
+        body = render_record(fmt, row)
         if len(paths) > 1 and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":

@@ -26,9 +26,9 @@ from fastapi.routing import APIRoute
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from audio.formats import MEDIA_TYPES, render
+from audio.formats import MEDIA_TYPES, labelled_segments, render_record
 from db import Store
-from domain.card import links
+from domain.card import links, speakers
 from service.config import Settings
 from service.intake import IntakeError, KeyReused
 from web.errors import ApiError
@@ -82,12 +82,13 @@ def _segment(number: int, segment: dict) -> dict:
     return {"id": number, "seek": 0, "start": segment["start"], "end": segment["end"], "text": segment["text"],
             "tokens": [], "temperature": 0.0, "avg_logprob": segment.get("avg_logprob", 0.0),
             "compression_ratio": segment.get("compression_ratio", 1.0),
-            "no_speech_prob": segment.get("no_speech_prob", 0.0)}
+            "no_speech_prob": segment.get("no_speech_prob", 0.0),
+            **({"speaker": segment["speaker"]} if segment.get("speaker") else {})}
 
 
 def openai_text_response(response_format: str, row: dict, words: bool, segments_wanted: bool) -> Response:
     """The done record's text in the OpenAI response format asked for."""
-    text, segments, duration = row["transcript"] or "", row["segments"] or [], row["duration_seconds"]
+    text, segments, duration = row["transcript"] or "", labelled_segments(row), row["duration_seconds"]
     if response_format == "json":
         usage = {"type": "duration", "seconds": math.ceil(duration or 0)}
         return JSONResponse({"text": text, "usage": usage})
@@ -96,11 +97,12 @@ def openai_text_response(response_format: str, row: dict, words: bool, segments_
         if segments_wanted or not words:
             body["segments"] = [_segment(i, s) for i, s in enumerate(segments)]
         if words:
-            body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
+            body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"],
+                              **({"speaker": w["speaker"]} if w.get("speaker") else {})}
                              for s in segments for w in s.get("words") or () if w["word"].strip()]
         return JSONResponse(body)
     fmt = "txt" if response_format == "text" else response_format
-    return Response(render(fmt, text, segments, duration), media_type=MEDIA_TYPES[fmt])
+    return Response(render_record(fmt, row), media_type=MEDIA_TYPES[fmt])
 
 
 def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
@@ -108,10 +110,11 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
     Owner = Annotated[dict, Depends(owner)]
 
-    def card_and_text(record_id: int, owner_id: int) -> tuple[dict | None, dict | None]:
-        """The record's card row, and its text row once done."""
+    def card_and_text(record_id: int, owner_id: int, with_speakers: bool = False) -> tuple[dict | None, dict | None]:
+        """The record's card row, and its text row once done (`with_speakers`: and its speakers
+        no longer pending)."""
         row = store.card_row(record_id, owner_id)
-        if row is None or row["stage"] != "done":
+        if row is None or row["stage"] != "done" or (with_speakers and speakers(row)["state"] == "pending"):
             return row, None
         text = store.transcript(record_id, owner_id)
         return row, (None if text is None else {**text, "language": row["language"]})
@@ -134,6 +137,9 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
         granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
         stream: bool = Form(default=False),
+        speakers_asked: str | None = Form(default=None, max_length=10, alias="speakers",
+                                          description="who spoke when (auto, off or their number); asked for, "
+                                                      "the answer waits for the speakers too (issue 19)"),
     ):
         """Accept the file into the durable pipeline and answer its text once done, in
         `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
@@ -153,17 +159,19 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
             record_id, _ = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
                                                     language=language, prompt=prompt, key=key,
-                                                    attach_in_flight=key is None)
+                                                    attach_in_flight=key is None, speakers=speakers_asked)
         except IntakeError as error:  # OpenAI answers a bad field with 400
-            param = {"bad_language": "language", "bad_prompt": "prompt", KeyReused.code: None}.get(error.code, "file")
-            status = 400 if param in ("language", "prompt") else error.status
+            param = {"bad_language": "language", "bad_prompt": "prompt", "bad_speakers": "speakers",
+                     KeyReused.code: None}.get(error.code, "file")
+            status = 400 if param in ("language", "prompt", "speakers") else error.status
             raise ApiError(status, error.code, str(error), param=param, **error.details) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds
         pause = POLL_FIRST_SECONDS
         while True:
-            row, done = await run_in_threadpool(card_and_text, record_id, who["id"])
+            row, done = await run_in_threadpool(card_and_text, record_id, who["id"],
+                                                speakers_asked not in (None, "", "off"))
             if done is not None:
                 return openai_text_response(response_format, done, words="word" in granularities,
                                             segments_wanted="segment" in granularities)

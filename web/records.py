@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from audio.formats import FORMATS, MEDIA_TYPES, render_row
+from audio.formats import FORMATS, MEDIA_TYPES, render_record
 from audio.sniff import GENERIC, media_type
 from db import Store
 from domain.card import card, links
@@ -48,16 +48,18 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         422: {"description": "`idempotency_key_reused`: the key was first sent with other bytes"}})
     def upload(request: Request, who: Owner, file: UploadFile = File(...),
                title: Annotated[inputs.Title, Form()] = "", language: str | None = Form(default=None, max_length=10),
-               prompt: str | None = Form(default=None, max_length=MAX_PROMPT_FIELD)):
+               prompt: str | None = Form(default=None, max_length=MAX_PROMPT_FIELD),
+               speakers: str | None = Form(default=None, max_length=10)):
         """Accept a recording: stored whole with its record, or refused with nothing stored.
         `prompt` (at most 800 characters: names, jargon, context) is given to the recognizer
-        for every window; `language` (a code, or `auto`) wins over TRANSCRIBER_LANGUAGE. With an
+        for every window; `language` (a code, or `auto`) wins over TRANSCRIBER_LANGUAGE;
+        `speakers`: auto (the service decides), off, or the number of speakers. With an
         `Idempotency-Key` (kept at least 24 h), a repeat with the same bytes answers the first
         record (200, `Idempotent-Replayed: true`), never a second one."""
         key = idempotency_key(request)
         try:
             record, new = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language,
-                                        prompt=prompt, key=key)
+                                        prompt=prompt, key=key, speakers=speakers)
         except IntakeError as error:
             raise ApiError(error.status, error.code, str(error), **error.details) from None
         addresses = links(record)
@@ -92,9 +94,12 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
 
     @routes.patch("/records/{raw_id}")
     def edit(raw_id: str, changes: inputs.Edit, who: Owner):
-        """The owner's edit of title, summary and topics; the pipeline never writes these."""
+        """The owner's edit of title, summary, topics and the speakers' names ({"S1": "Alice"});
+        the pipeline never writes these."""
         if not store.edit(record_id(raw_id), who["id"], title=changes.title, summary=changes.summary,
                           topics=changes.topics):
+            raise ApiError(404, *NOT_FOUND)
+        if changes.speakers and not store.name_speakers(record_id(raw_id), who["id"], changes.speakers):
             raise ApiError(404, *NOT_FOUND)
         return own_card(raw_id, who)
 
@@ -108,7 +113,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             halt = own_card(raw_id, who)["halt"]
             raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
                            stage=row["stage"], halt=halt)
-        body = render_row(format, row)
+        body = render_record(format, row)
         return Response(body, media_type=MEDIA_TYPES[format])
 
     @routes.get("/records/{raw_id}/audio", response_class=Response,

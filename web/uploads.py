@@ -21,7 +21,7 @@ COPY_BYTES = 1 << 20
 
 def accept_upload(store: Store, settings: Settings, upload: UploadFile, *, owner_id: int, title: str = "",
                   language: str | None = None, prompt: str | None = None, key: str | None = None,
-                  attach_in_flight: bool = False) -> tuple[int, bool]:
+                  attach_in_flight: bool = False, speakers: str | None = None) -> tuple[int, bool]:
     """Accept the uploaded file for the owner: the record's id, and whether it is new (False:
     the owner's `key`, or with `attach_in_flight` the same bytes in the pipeline, name an
     earlier upload). Raises `service.intake.IntakeError` (nothing stored) for input that
@@ -36,4 +36,4 @@ def accept_upload(store: Store, settings: Settings, upload: UploadFile, *, owner
                 out.write(piece)
         same = SameUpload(digest.digest(), key=key, attach_in_flight=attach_in_flight)
         return accept_once(store, settings, path, owner_id=owner_id, title=title, source_name=name,
-                           language=language, prompt=prompt, same=same)
+                           language=language, prompt=prompt, same=same, speakers=speakers)

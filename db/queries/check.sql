@@ -78,3 +78,18 @@ WHERE kind = 'advanced'
 GROUP BY record_id, stage
 HAVING count(*) > 1
 ORDER BY record_id, stage;
+
+-- name: check_speakers
+-- Rows of the diarize step's side queue (record_speakers, migration 38) that break a rule: a row
+-- for a record not done, a token without a lease or the reverse, speakers saved yet still
+-- claimed, or saved more than once (two holders both saved).
+SELECT * FROM (
+    SELECT s.record_id, r.stage,
+           (s.claim_token IS NULL) <> (s.lease_expires_at IS NULL) AS claim_half,
+           s.done_at IS NOT NULL AND s.claim_token IS NOT NULL AS done_still_claimed,
+           (SELECT count(*) FROM events e
+            WHERE e.record_id = s.record_id AND e.kind = 'speakers_saved') AS saves
+    FROM record_speakers s JOIN records r ON r.id = s.record_id
+) x
+WHERE stage <> 'done' OR claim_half OR done_still_claimed OR saves > 1
+ORDER BY record_id;

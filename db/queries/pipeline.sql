@@ -87,7 +87,7 @@ SELECT id FROM saved;
 -- name: save_done
 -- The save that reaches done: save_result's, and in the same statement the text assembled once
 -- from the record's windows (segments in recording order, joined by a space), its search rows
--- written, and the converted audio let go. The blob let go is returned: it is deleted right after, in bounded batches (the
+-- written, the diarize step's row queued when speakers are wanted, and the converted audio let go. The blob let go is returned: it is deleted right after, in bounded batches (the
 -- orphan sweep finds it if a crash comes in between). `old` is the row as this statement found
 -- it. The owned fields' SET list is filled in by db/queries.py (assignments).
 WITH saved AS (
@@ -110,7 +110,15 @@ WITH saved AS (
     FROM records old
     WHERE r.id = %(id)s AND r.claim_token = %(token)s AND old.id = r.id
     RETURNING r.id, r.stage, old.converted_blob_id AS released_blob_id,
-              r.owner_id, r.language, r.title, r.summary, r.topics
+              r.owner_id, r.language, r.title, r.summary, r.topics, r.speakers_wanted
+), speakers AS (
+    -- who spoke when is wanted (the service diarizes and the upload did not say off): the
+    -- diarize step's row, queued by the same statement (record_speakers, migration 38)
+    INSERT INTO record_speakers (record_id, speakers)
+    SELECT s.id, CASE WHEN s.speakers_wanted ~ '^[0-9]+$' THEN s.speakers_wanted::int END
+    FROM saved s
+    WHERE %(diarize)s AND s.speakers_wanted <> 'off'
+    ON CONFLICT (record_id) DO NOTHING
 ), indexed AS (
     -- the record becomes searchable by the same statement (search_rows, migration 33): a row for
     -- its title, summary and topics, and one per segment in the order the text was assembled

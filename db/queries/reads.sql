@@ -33,7 +33,9 @@ SELECT count(*) AS total FROM records WHERE halted_at IS NOT NULL;
 -- The text, assembled at done, and once done its timed segments: the windows' (record_windows,
 -- migration 11) in recording order, each window's in its own order; likewise the spans whose
 -- text the guards suppressed (migration 43).
-SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability,
+-- Speakers (migration 38): the diarize step's turns once saved, and the owner's names for them.
+SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability, r.speaker_names,
+       (SELECT s.turns FROM record_speakers s WHERE s.record_id = r.id) AS turns,
        CASE WHEN r.stage = 'done' THEN
            (SELECT coalesce(jsonb_agg(e.segment ORDER BY w.from_seconds, e.n), '[]')
             FROM record_windows w, jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)

@@ -4,9 +4,9 @@
 -- A new record at stage created, with its 'accepted' event.
 WITH accepted AS (
     INSERT INTO records (owner_id, title, source_name, original_blob_id, language, prompt,
-                         content_sha256, intake_seconds)
+                         content_sha256, intake_seconds, speakers_wanted)
     VALUES (%(owner_id)s, %(title)s, %(source_name)s, %(blob_id)s, %(language)s, %(prompt)s,
-            %(content_sha256)s, %(intake_seconds)s)
+            %(content_sha256)s, %(intake_seconds)s, %(speakers_wanted)s)
     RETURNING id, stage
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
