@@ -200,11 +200,12 @@ def labelled_segments(row: dict) -> list[dict]:
     """A done record's segments as the store reads them (`Store.transcript`), each given its
     speaker when the diarize step saved turns (split where the speaker changes)."""
     segments = row.get("segments") or []
-    if not row.get("turns"):
-        return segments
+    turns = row.get("turns") or []
+    if not turns or (len({turn["speaker"] for turn in turns}) < 2 and not row.get("speaker_names")):
+        return segments  # one voice needs no label, unless its owner named it
     from audio.speakers.assign import Turn, assign
 
-    return assign(segments, [Turn(t["start"], t["end"], t["speaker"]) for t in row["turns"]])
+    return assign(segments, [Turn(t["start"], t["end"], t["speaker"]) for t in turns])
 
 
 def render_record(fmt: str, row: dict) -> str:
