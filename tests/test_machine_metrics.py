@@ -7,6 +7,7 @@ Skipped where no Redis listens.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import urllib.request
 
 import pytest
+from prometheus_client.mmap_dict import MmapedDict
 
 from conftest import ROOT, drop_queue, free_port, listening, wait_until
 from media import encode
@@ -36,6 +38,17 @@ def scrape(port: int) -> str | None:
 
 def saves(text: str) -> dict[str, float]:
     return {step: float(value) for step, value in SAVES.findall(text)}
+
+
+def saves_in_file(path) -> dict[str, float]:
+    """One worker process's saves by step, read from its own multiprocess file."""
+    found = {}
+    for entry in MmapedDict.read_all_values_from_file(str(path)):
+        key, value = entry[0], entry[1]
+        name, _sample, labels, _help = json.loads(key)
+        if name == "transcriber_saves":
+            found[labels["step"]] = value
+    return found
 
 
 @pytest.fixture
@@ -64,8 +77,8 @@ def run(env):
 def test_one_port_serves_the_sum_of_every_worker_process(store, owner, run, tmp_path):
     """Issue 17 §5: two worker processes of one `dramatiq actors` run write to the run's own
     directory; one scrape of TRANSCRIBER_METRICS_PORT shows the saves of both summed (equal to
-    the records worked); no port after it serves worker metrics; a clean stop removes the
-    directory."""
+    the records worked, and to what each process's own file holds); no port after it serves
+    worker metrics; a clean stop removes the directory."""
     process, port = run
     directory = run_directory(process.pid)
     wait_until(lambda: scrape(port) is not None, 120, every=0.5)
@@ -83,6 +96,11 @@ def test_one_port_serves_the_sum_of_every_worker_process(store, owner, run, tmp_
     for other in range(port + 1, port + 4):
         assert "transcriber_" not in (scrape(other) or ""), other
 
+    # and the scrape is those processes' own counts added up
+    by_process = [saves_in_file(f) for f in directory.glob("counter_*.db")]
+    assert 1 <= len(by_process) <= 2
+    assert sum(counts.get("recognize", 0.0) for counts in by_process) == RECORDS
+
     os.killpg(process.pid, 15)
     process.wait(timeout=60)
-    assert not directory.exists()
+    wait_until(lambda: not directory.exists(), 30)  # the exporter removes it as it stops
