@@ -18,7 +18,7 @@ from loguru import logger
 
 from actors import context
 from actors.brokers import make_broker
-from actors.middleware import Boot, ListenForWakeups, StopSteps
+from actors.middleware import Boot, ListenForWakeups, MachineMetrics, StopSteps
 from actors.work import Outcome, run_once
 from db import Store
 from domain.claims import NO_WORK
@@ -53,6 +53,7 @@ def use(settings: config.Settings, store: Store | None = None) -> None:
 
 broker.add_middleware(Boot(use))
 broker.add_middleware(StopSteps())
+broker.add_middleware(MachineMetrics())
 broker.add_middleware(ListenForWakeups(lambda step: ACTORS[step].send()))
 
 # dramatiq's time limit sits above anything a step may take: a step never outlives its stage's

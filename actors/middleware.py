@@ -1,7 +1,8 @@
 """The worker process's own hooks on dramatiq: loading the configuration at boot, giving claims
-back at shutdown, and listening for the database's wake-ups."""
+back at shutdown, listening for the database's wake-ups, and one metrics exporter per run."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable
 
@@ -13,7 +14,7 @@ from actors.brokers import BrokerUnavailable, connect
 from actors.wakeups import Wakeups
 from actors.work import stopping
 from domain.stages import Step
-from service import config, logs
+from service import config, logs, machine_metrics
 from service.runtime import check_engine
 
 
@@ -57,6 +58,21 @@ class StopSteps(Middleware):
         close_thread_children()
 
 
+class MachineMetrics(Middleware):
+    """With TRANSCRIBER_METRICS_PORT set, a `dramatiq actors` run starts one exporter process
+    (a dramatiq fork) that serves the sum of its worker processes' counters on that one port
+    (service.machine_metrics); the first worker process to boot asks the main process for it."""
+
+    @property
+    def forks(self):
+        from service import metrics
+
+        return [machine_metrics.export] if metrics.SHARED_DIRECTORY is not None else []
+
+    def after_worker_shutdown(self, broker, worker):
+        machine_metrics.process_ended(os.getpid())
+
+
 class ListenForWakeups(Middleware):
     """Each worker process keeps a wake-up listener (actors.wakeups); the one whose listener holds
     the database's forwarder lock feeds the wake-ups to the broker, for every process's actors,
@@ -68,10 +84,10 @@ class ListenForWakeups(Middleware):
 
     def after_worker_boot(self, broker, worker):
         settings = context.settings()
-        if settings.metrics_port is not None:
-            from service.metrics import serve_worker_metrics
+        from service import metrics
 
-            serve_worker_metrics(settings.metrics_port)
+        if settings.metrics_port is not None and metrics.SHARED_DIRECTORY is None:
+            metrics.serve_worker_metrics(settings.metrics_port)  # a lone process: its own port
         try:
             url = context.store().db.url
         except Exception as error:  # the database is away: runs find out; the tick still wakes them

@@ -2,9 +2,11 @@
 durations, recognition's real-time factor) and, read from the database when scraped, where the
 records stand (per stage, halted by reason, waiting out a pause) and the audio bytes stored.
 
-The API serves both at GET /metrics. A worker process (`dramatiq actors`) serves its own
-counters on TRANSCRIBER_METRICS_PORT when that is set: each process takes the first free port
-from there on, so N worker processes answer on N consecutive ports.
+The API serves both at GET /metrics. The worker processes of a `dramatiq actors` run serve
+their counters, summed over all of them, on one port, TRANSCRIBER_METRICS_PORT, when that is
+set: each writes prometheus_client's multiprocess files in the run's own directory and one
+exporter process of the run reads them all (service.machine_metrics). A metric update that
+cannot reach its file (the run stopping) is dropped with a warning: metrics never fail a step.
 """
 from __future__ import annotations
 
@@ -14,8 +16,12 @@ from loguru import logger
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from service import machine_metrics
+
 if TYPE_CHECKING:
     from db import Store
+
+SHARED_DIRECTORY = machine_metrics.share_across_processes()  # before any metric is made
 
 CLAIMS = Counter("transcriber_claims", "Claim attempts by step and result (claimed, empty).",
                  ["step", "result"])
@@ -35,6 +41,13 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 def step_ran(step: str, outcome: str | None, seconds: float) -> None:
     """One run of `step`: outcome None means its claim found no work."""
+    try:
+        _count_step(step, outcome, seconds)
+    except OSError as error:  # the run's metrics directory went away as it stops
+        logger.warning("metrics: a step run was not counted ({})", type(error).__name__)
+
+
+def _count_step(step: str, outcome: str | None, seconds: float) -> None:
     if outcome is None:
         CLAIMS.labels(step, "empty").inc()
         return
@@ -49,7 +62,10 @@ def step_ran(step: str, outcome: str | None, seconds: float) -> None:
 
 def recognised(audio_seconds: float, wall_seconds: float) -> None:
     if audio_seconds > 0:
-        RECOGNITION_RTF.observe(wall_seconds / audio_seconds)
+        try:
+            RECOGNITION_RTF.observe(wall_seconds / audio_seconds)
+        except OSError as error:
+            logger.warning("metrics: a recognition was not counted ({})", type(error).__name__)
 
 
 class QueueCollector:
@@ -106,19 +122,9 @@ _exporter_port: int | None = None
 
 
 def serve_worker_metrics(first_port: int, tries: int = 64) -> int | None:
-    """Serve this process's metrics on the first free port from `first_port` on (once)."""
+    """Serve this lone process's metrics on the first free port from `first_port` on (once);
+    a `dramatiq actors` run serves its processes' sum through machine_metrics.export instead."""
     global _exporter_port
-    if _exporter_port is not None:
-        return _exporter_port
-    from prometheus_client import start_http_server
-
-    for port in range(first_port, first_port + tries):
-        try:
-            start_http_server(port, addr="0.0.0.0")
-        except OSError:
-            continue
-        _exporter_port = port
-        logger.info("worker metrics at http://0.0.0.0:{}/metrics", port)
-        return port
-    logger.warning("no free port for worker metrics from {} on; none served", first_port)
-    return None
+    if _exporter_port is None:
+        _exporter_port = machine_metrics.serve(first_port, REGISTRY, tries)
+    return _exporter_port

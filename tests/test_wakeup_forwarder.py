@@ -2,8 +2,9 @@
 claimer, not one per process, and when the forwarding process dies another takes over.
 
 Real `dramatiq actors` processes on Redis, with no scheduler (no tick at all): only the
-forwarded wake-ups move the records. Each process serves its counters on a port of its own, and
-the claims of all of them are added up from there. Skipped where no Redis listens.
+forwarded wake-ups move the records. One `dramatiq actors` run of 4 worker processes serves
+their claims, summed, on its one metrics port (issue 17 §5); a second run, as a second machine
+would, stands by to take over. Skipped where no Redis listens.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ CLAIM_LINE = re.compile(r'^transcriber_claims_total\{result="(\w+)",step="(\w+)"
 
 
 def claims(port: int) -> dict[str, float] | None:
-    """This worker process's claim counts by result (`claimed`, `empty`), None while it is not up."""
+    """A run's claim counts (all its worker processes) by result (`claimed`, `empty`), None while
+    it is not up."""
     try:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
     except OSError:
@@ -43,16 +45,16 @@ def claims(port: int) -> dict[str, float] | None:
 
 
 class Workers:
-    """`dramatiq actors` processes, one worker process and one thread each, each in its own
-    process group (killed by that group's id, never by name)."""
+    """`dramatiq actors` runs, one thread per worker process, each run in its own process group
+    (killed by that group's id, never by name) with its one metrics port."""
 
     def __init__(self, env):
         self.env, self.running = env, {}
 
-    def start(self) -> None:
+    def start(self, processes: int) -> None:
         port = free_port()
         process = subprocess.Popen(
-            [sys.executable, "-m", "dramatiq", "actors", "--processes", "1", "--threads", "1"],
+            [sys.executable, "-m", "dramatiq", "actors", "--processes", str(processes), "--threads", "1"],
             env={**self.env, "TRANSCRIBER_METRICS_PORT": str(port)}, cwd=ROOT, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.running[process] = port
@@ -120,12 +122,12 @@ def settle(workers: Workers) -> dict[str, float]:
 
 def test_one_forwarder_wakes_one_claimer_and_another_takes_over(store, owner, database_url, workers, tmp_path):
     """Issue 17 §4: with 4 worker processes, each freed record costs about one claim, not one per
-    process (empty claims per claimed record ≤ 1.5; every process forwarding would cost ~4); the
-    forwarding process killed by its id, another takes over and the next record is still done
-    without any tick."""
+    process (empty claims per claimed record ≤ 1.5; every process forwarding would cost ~4), read
+    from the run's one metrics port (issue 17 §5); the forwarding run killed by its process
+    group, a process of another run takes over and the next record is still done without any
+    tick."""
     audio = encode(tmp_path / "a.wav").read_bytes()
-    for _ in range(WORKERS):
-        workers.start()
+    workers.start(WORKERS)
     wait_until(workers.all_up, 120, every=0.5)
     wait_until(lambda: standing_by(database_url) == WORKERS and forwarder_pid(database_url), 30)
     before = settle(workers)  # the first forwarder's catch-up wakes every stage once
@@ -140,6 +142,8 @@ def test_one_forwarder_wakes_one_claimer_and_another_takes_over(store, owner, da
     print(f"\n{WORKERS} worker processes: {empty / claimed:.2f} empty claims per claimed record")
     assert empty / claimed <= 1.5
 
+    workers.start(1)  # another machine's worker, standing by
+    wait_until(lambda: workers.all_up() and standing_by(database_url) == WORKERS + 1, 120, every=0.5)
     holder = forwarder_pid(database_url)
     process = next(p for p in workers.running if os.getpgid(holder) == p.pid)
     workers.kill(process)
