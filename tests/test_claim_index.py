@@ -71,7 +71,8 @@ def test_lease_renewals_and_checkpoints_are_hot_updates(store, owner):
             conn.execute(renew, {"id": record_id, "token": claim.token, "lease_seconds": 60 + n,
                                  "progress_seconds": float(n)})
         conn.execute(checkpoint, {"id": record_id, "token": claim.token, "from_seconds": 0.0, "to_seconds": 1.0,
-                                  "segments": Jsonb([]), "language": None, "lease_seconds": 60})
+                                  "segments": Jsonb([]), "language": None, "language_probability": None,
+                                  "suppressed": Jsonb([]), "lease_seconds": 60})
         after = conn.execute(counted).fetchone()
     assert (after["updated"] - before["updated"], after["hot"] - before["hot"]) == (6, 6)
 
