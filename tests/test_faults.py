@@ -46,7 +46,7 @@ class Profile:
 
 
 PROFILES = {
-    "short": Profile(kill_records=150, kills=8, restart_records=40, db_down_seconds=5),
+    "short": Profile(kill_records=60, kills=5, restart_records=20, db_down_seconds=5),
     "long": Profile(kill_records=500, kills=60, restart_records=150, db_down_seconds=20),
 }
 
