@@ -57,6 +57,20 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def recognizer_children(pid: int) -> list:
+    """The recognizer processes (audio.recognizer_process) under the process `pid`."""
+    import psutil
+
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if "audio.recognizer_process" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
 def wait_until(predicate, seconds: float, every: float = 0.1):
     """`predicate()`'s first true value, asked every `every` seconds; fails after `seconds`."""
     deadline = time.monotonic() + seconds

@@ -26,7 +26,7 @@ import psutil
 import psycopg
 import pytest
 
-from conftest import ROOT, conninfo
+from conftest import ROOT, conninfo, recognizer_children
 from db import Database, Store
 from db.check import Facts
 from domain.invariants import check
@@ -385,17 +385,6 @@ def test_database_and_broker_restarts_mid_run(env, own_postgres, own_redis, flee
 
 # --- (c) a hung recognizer and a killed one -------------------------------------------------------
 
-def recognizers_of(worker: subprocess.Popen) -> list[psutil.Process]:
-    found = []
-    for child in psutil.Process(worker.pid).children(recursive=True):
-        try:
-            if "audio.recognizer_process" in " ".join(child.cmdline()):
-                found.append(child)
-        except psutil.NoSuchProcess:
-            pass
-    return found
-
-
 def gone(process: psutil.Process) -> bool:
     try:
         return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
@@ -427,8 +416,8 @@ def test_hung_and_killed_recognizers_lose_no_record_and_no_thread(store, owner, 
     worker = fleet.worker(worker_env)
     fleet.scheduler(worker_env)
     try:
-        wait_for(lambda: len(recognizers_of(worker)) == 2, "both threads' recognizers", 300, every=0.1)
-        stopped, killed = recognizers_of(worker)
+        wait_for(lambda: len(recognizer_children(worker.pid)) == 2, "both threads' recognizers", 300, every=0.1)
+        stopped, killed = recognizer_children(worker.pid)
         stopped.send_signal(signal.SIGSTOP)
         killed.kill()
         # feed records until the thread of the stopped child takes one and finds it dead

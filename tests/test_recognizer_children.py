@@ -16,21 +16,10 @@ import psutil
 
 from audio.children import FOLDER_PREFIX, sweep_stale_folders
 from audio.isolation import IsolatedEngine
+from conftest import recognizer_children
 from media import encode, speech_pcm
 
 SPHINX = {"engine": "pocketsphinx", "label": "pocketsphinx"}  # the lightest local engine
-
-
-def _children(pid: int) -> list[psutil.Process]:
-    """The recognizer processes `pid` started."""
-    found = []
-    for child in psutil.Process(pid).children(recursive=True):
-        try:
-            if "audio.recognizer_process" in " ".join(child.cmdline()):
-                found.append(child)
-        except psutil.NoSuchProcess:
-            pass
-    return found
 
 
 def _folders(pid: int) -> list[Path]:
@@ -48,7 +37,7 @@ def _until(condition, what: str, seconds: float = 60.0):
 def test_children_end_with_the_threads_that_started_them():
     """Issue 15 §4: three threads each get a recognizer child and a window folder; when the
     threads end (nobody calls close), the children and folders are gone."""
-    before = (len(_children(os.getpid())), len(_folders(os.getpid())))
+    before = (len(recognizer_children(os.getpid())), len(_folders(os.getpid())))
     engine = IsolatedEngine(SPHINX)
     started = []
 
@@ -62,7 +51,7 @@ def test_children_end_with_the_threads_that_started_them():
     for thread in threads:
         thread.join(timeout=120)
     assert len(set(started)) == 3 and None not in started  # one child per thread, each really ran
-    _until(lambda: (len(_children(os.getpid())), len(_folders(os.getpid()))) == before,
+    _until(lambda: (len(recognizer_children(os.getpid())), len(_folders(os.getpid()))) == before,
            "the children and folders of ended threads to go")
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                    for pid in started)
@@ -75,13 +64,13 @@ def test_a_stopping_worker_ends_its_childrens_lives(store, owner, tmp_path):
     from transcriber.local import LocalPipeline
     from service.intake import accept_file
 
-    before = (len(_children(os.getpid())), len(_folders(os.getpid())))
+    before = (len(recognizer_children(os.getpid())), len(_folders(os.getpid())))
     the_settings = settings(engine="pocketsphinx", home=tmp_path / "home", tick_seconds=0.2)
     record_id = accept_file(store, the_settings, encode(tmp_path / "a.wav"), owner_id=owner["id"])
     with LocalPipeline(store, the_settings):
         _until(lambda: store.read_record(record_id)["stage"] == "done", "the record to be done", 180)
-        assert len(_children(os.getpid())) > before[0]  # a child did the work
-    assert (len(_children(os.getpid())), len(_folders(os.getpid()))) == before
+        assert len(recognizer_children(os.getpid())) > before[0]  # a child did the work
+    assert (len(recognizer_children(os.getpid())), len(_folders(os.getpid()))) == before
 
 
 def test_signals_end_the_children_and_their_folders(env, tmp_path):
@@ -94,7 +83,7 @@ def test_signals_end_the_children_and_their_folders(env, tmp_path):
                                env={**env, "TRANSCRIBER_ENGINE": "pocketsphinx"},
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            children = _until(lambda: _children(run.pid), "a recognizer child", 180)
+            children = _until(lambda: recognizer_children(run.pid), "a recognizer child", 180)
             _until(lambda: _folders(run.pid), "its window folder")
             run.send_signal(stop)
             run.wait(timeout=120)
