@@ -85,6 +85,16 @@ def wait_until(predicate, seconds: float, every: float = 0.1):
 def pytest_addoption(parser):
     parser.addoption("--faults", choices=("short", "long"), default="short",
                      help="fault-injection profile of tests/test_faults.py: short (CI) or long (by hand)")
+    parser.addoption("--long", action="store_true",
+                     help="also run the costly variants kept out of the default run for its CPU budget "
+                          "(base on non-speech, the quick start on a GENERIC CPU, the archive benchmark's smoke run)")
+
+
+def needs_long(request, why: str) -> None:
+    """Skip a costly variant unless the run asked for them with --long (the default suite keeps
+    within its CPU budget; the cheaper variants of the same rule run by default)."""
+    if not request.config.getoption("--long"):
+        pytest.skip(f"{why}: run with --long")
 
 
 def pytest_configure(config):
