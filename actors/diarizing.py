@@ -96,6 +96,17 @@ def _from_byte(pieces: Iterable[bytes], skip: int, beat: Heartbeat) -> Iterator[
         skip = 0
 
 
+def save_turns(store: Store, claim: Claim, turns: list[dict]) -> bool:
+    """Save the turns under the claim, with each segment's speakers for its search row (so a
+    search can keep one speaker's words); False when the claim has moved on."""
+    from audio.speakers.assign import Turn, segment_speakers
+
+    row = store.transcript(claim.record_id)
+    segments = (row or {}).get("segments") or []
+    said = segment_speakers(segments, [Turn(t["start"], t["end"], t["speaker"]) for t in turns])
+    return store.save_speakers(claim, turns, said)
+
+
 def diarize_once(store: Store, settings: Settings, stop: threading.Event = stopping) -> Outcome | NoWork:
     """Work one record's speakers, or NO_WORK when no side row is claimable."""
     started = time.monotonic()
@@ -120,7 +131,7 @@ def _diarize_once(store: Store, settings: Settings, stop: threading.Event) -> Ou
                         lambda beat: find_turns(store, job, beat, settings))
     if isinstance(turns, Outcome):
         return turns
-    if store.save_speakers(claim, turns):
+    if save_turns(store, claim, turns):
         logger.bind(record_id=claim.record_id, step="diarize").info("record {}: speakers saved ({} turns)", claim.record_id, len(turns))
         return Outcome.SAVED
     return Outcome.REFUSED

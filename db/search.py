@@ -14,12 +14,14 @@ class Search:
 
     def search(self, owner_id: int, text: str, prefix: str | None, *, limit: int, offset: int,
                stage: str | None = None, topic: str | None = None, since: date | None = None,
-               until: date | None = None) -> tuple[list[dict], int]:
+               until: date | None = None, speaker: str | None = None) -> tuple[list[dict], int]:
         """One page of the owner's hits, best first, and how many hits there are in all.
         `text` goes to websearch_to_tsquery; `prefix` is the last word typed (see
-        domain.search); `since`/`until` bound the record's creation date (both included)."""
+        domain.search); `since`/`until` bound the record's creation date (both included); `speaker`
+        (a label, S1, or the name the owner gave it) keeps the segments where that speaker speaks."""
         params = {"owner_id": owner_id, "text": text, "prefix": prefix, "limit": limit, "offset": offset,
-                  "stage": stage, "topic": topic, "since": since, "until": until}
+                  "stage": stage, "topic": topic, "since": since, "until": until,
+                  "speaker": speaker}
         with self.db.connection() as conn:
             # planned for its parameters each time (never a prepared, generic plan): which way to
             # find the owner's rows depends on them, and the generic plan is several times slower

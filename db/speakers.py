@@ -6,6 +6,8 @@ the claim's token, and a refused one is journaled as `save_refused` (detail.step
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import psycopg
 from psycopg.types.json import Jsonb
 
@@ -43,9 +45,10 @@ class Speakers:
         with self.db.connection() as conn:
             return conn.execute(query("speakers_job"), {"id": record_id}).fetchone()
 
-    def save_speakers(self, claim: Claim, turns: list[dict]) -> bool:
-        """Save the speaker turns, only while the claim is its own."""
-        return self._write(claim, "save", "save_speakers", turns=Jsonb(turns))
+    def save_speakers(self, claim: Claim, turns: list[dict], said: Sequence[Sequence[str]] = ()) -> bool:
+        """Save the speaker turns, only while the claim is its own; `said` holds each segment's
+        speaker labels in the text's order, kept on its search row (search by speaker)."""
+        return self._write(claim, "save", "save_speakers", turns=Jsonb(turns), said=Jsonb([list(x) for x in said]))
 
     def speakers_checkpoint(self, claim: Claim, from_seconds: float, to_seconds: float, times: bytes,
                             vectors: bytes, lease_seconds: float) -> bool:

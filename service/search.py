@@ -13,12 +13,14 @@ __all__ = ["QueryProblem", "hits"]
 
 
 def hits(store: Store, owner_id: int, raw: str, *, limit: int, offset: int = 0, stage: str | None = None,
-         topic: str | None = None, since: date | None = None, until: date | None = None) -> tuple[list[dict], int]:
+         topic: str | None = None, since: date | None = None, until: date | None = None,
+         speaker: str | None = None) -> tuple[list[dict], int]:
     """One page of the owner's hits for the text `raw`, best first, and how many there are.
-    QueryProblem (with a message for the person who typed it) when the text is not a query."""
+    `speaker` (a label or a name the owner gave) keeps that speaker's segments only. QueryProblem
+    (with a message for the person who typed it) when the text is not a query."""
     asked = parse(raw)
     rows, total = store.search(owner_id, asked.text, asked.prefix, limit=limit, offset=offset, stage=stage,
-                               topic=topic, since=since, until=until)
+                               topic=topic, since=since, until=until, speaker=(speaker or "").strip() or None)
     return [_hit(row) for row in rows], total
 
 

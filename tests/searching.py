@@ -7,21 +7,32 @@ from domain.stages import Step
 
 
 def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], *, language: str = "en",
-                title: str = "", windows: int = 1, audio: bytes = b"not really audio") -> int:
+                title: str = "", windows: int = 1, audio: bytes = b"not really audio", diarize: bool = False,
+                words: bool = False) -> int:
     """A record of the owner's, done, whose text is `segments` (start, end, text), saved in
-    `windows` checkpoints as recognition saves them, its original `audio`. The store must have no
-    other claimable record."""
+    `windows` checkpoints as recognition saves them, its original `audio`; with `diarize`, queued
+    for the diarize step; with `words`, each word timed evenly across its segment. The store must
+    have no other claimable record."""
     record_id = store.accept(owner_id, [audio], title=title, source_name="a.bin")
     end = max((segment[1] for segment in segments), default=1.0)
     claim = store.claim(Step.CONVERT, policy())
     assert claim.record_id == record_id
     assert store.save_result(claim, {"duration_seconds": end})
     claim = store.claim(Step.RECOGNIZE, policy())
-    shaped = [{"start": s, "end": e, "text": t, "words": []} for s, e, t in segments]
+    shaped = [{"start": s, "end": e, "text": t, "words": timed_words(s, e, t) if words else []}
+              for s, e, t in segments]
     size = max(1, -(-len(shaped) // windows))
     edges = [0.0] + [shaped[i + size]["start"] for i in range(0, len(shaped) - size, size)] + [end]
     for index, (start, stop) in enumerate(zip(edges, edges[1:])):
         part = shaped[index * size:(index + 1) * size]
         assert store.checkpoint(claim, start, stop, part, language, 60)
-    assert store.save_result(claim, {"engine": "test"})
+    assert store.save_result(claim, {"engine": "test"}, diarize=diarize)
     return record_id
+
+
+def timed_words(start: float, end: float, text: str) -> list[dict]:
+    """The words of `text`, each given an equal share of [start, end]."""
+    said = text.split()
+    step = (end - start) / max(1, len(said))
+    return [{"word": " " + word, "start": round(start + i * step, 3), "end": round(start + (i + 1) * step, 3)}
+            for i, word in enumerate(said)]

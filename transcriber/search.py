@@ -16,7 +16,7 @@ def cmd_search(args, settings) -> int:
     if owner is None:
         raise UserError(f"no owner named {args.owner!r}")
     try:
-        found, total = hits(store, owner["id"], args.query, limit=args.limit)
+        found, total = hits(store, owner["id"], args.query, limit=args.limit, speaker=args.speaker)
     except QueryProblem as problem:
         raise UserError(str(problem)) from None
     for hit in found:
@@ -31,5 +31,6 @@ def add_commands(sub) -> None:
     p = sub.add_parser("search", help="search an owner's transcripts, titles and topics")
     p.add_argument("--owner", required=True)
     p.add_argument("--limit", type=int, default=20, choices=range(1, MAX_LINES + 1), metavar=f"1..{MAX_LINES}")
+    p.add_argument("--speaker", help="only what this speaker said: a label (S1) or the name given to it")
     p.add_argument("query", help='words; "quotes" make a phrase; the last word matches as a prefix')
     p.set_defaults(run=cmd_search)

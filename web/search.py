@@ -30,23 +30,28 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
                stage: Stage | None = None,
                topic: str | None = Query(default=None, max_length=inputs.MAX_TOPIC),
                from_: date | None = Query(default=None, alias="from", description="created on or after (YYYY-MM-DD)"),
-               to: date | None = Query(default=None, description="created on or before (YYYY-MM-DD)")):
+               to: date | None = Query(default=None, description="created on or before (YYYY-MM-DD)"),
+               speaker: str | None = Query(default=None, max_length=inputs.MAX_SPEAKER_NAME,
+                                           description="only what this speaker said: a label (S1) or the "
+                                                       "name the owner gave it")):
         """The caller's segments (and titles, summaries, topics) that match `q`, best first; each
         hit names its record, its time and a snippet with the matched words in `<mark>`."""
         if len(q) > MAX_QUERY_CHARS:
             raise ApiError(422, "query_too_long", f"a query has at most {MAX_QUERY_CHARS} characters")
-        if topic is not None and inputs.text_problem(topic):
-            raise ApiError(422, "bad_topic", f"topic {inputs.text_problem(topic)}")
+        for name, value in (("topic", topic), ("speaker", speaker)):
+            if value is not None and inputs.text_problem(value):
+                raise ApiError(422, f"bad_{name}", f"{name} {inputs.text_problem(value)}")
         try:
             items, total = hits(store, who["id"], q, limit=limit, offset=offset,
-                                stage=stage.value if stage else None, topic=topic, since=from_, until=to)
+                                stage=stage.value if stage else None, topic=topic, since=from_, until=to,
+                                speaker=speaker)
         except QueryProblem as problem:
             raise ApiError(422, "bad_query", str(problem)) from None
         following = offset + len(items)
         next_page = None
         if following < total:
             next_page = page_address("/search", q=q, limit=limit, offset=following, stage=stage and stage.value,
-                                      topic=topic, **{"from": from_, "to": to})
+                                      topic=topic, speaker=speaker, **{"from": from_, "to": to})
         return {"items": items, "total": total, "next": next_page}
 
     return routes

@@ -85,3 +85,15 @@ def assign(segments: list[dict], turns_: list[Turn]) -> list[dict]:
                         "text": " ".join(w["word"] for w in piece), "words": piece,
                         "speaker": piece[0]["speaker"]})
     return out
+
+
+def segment_speakers(segments: list[dict], turns_: list[Turn]) -> list[list[str]]:
+    """Who speaks in each segment, in the segments' order, as `assign` labels its words (a
+    segment without words: by its own span); what a segment's search row keeps, so a search can
+    keep one speaker's words."""
+    starts = [t.start for t in turns_]
+    said = []
+    for segment in segments:
+        found = {speaker_of(span["start"], span["end"], turns_, starts) for span in segment.get("words") or [segment]}
+        said.append(sorted(found - {None}, key=lambda speaker: int(speaker[1:])))
+    return said

@@ -33,6 +33,10 @@ WITH parsed AS MATERIALIZED (
       AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
+      -- a speaker (migration 60): by label (S1), or by the name the owner gave it, any case
+      AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = ANY (s.speakers)
+           OR EXISTS (SELECT 1 FROM unnest(s.speakers) AS l(label)
+                      WHERE lower(r.speaker_names->>l.label) = lower(%(speaker)s)))
 ), page AS (
     SELECT * FROM hits
     ORDER BY rank DESC, record_id DESC, n

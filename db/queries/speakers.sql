@@ -65,12 +65,20 @@ WITH saved AS (
 SELECT record_id FROM saved;
 
 -- name: save_speakers
+-- The turns, saved under the claim's token; the segments' search rows get their speakers in the
+-- same statement, so a refused save labels nothing.
 WITH saved AS (
     UPDATE record_speakers
     SET turns = %(turns)s, done_at = now(), claim_token = NULL, lease_expires_at = NULL,
         retry_after = NULL, progress_seconds = NULL
     WHERE record_id = %(id)s AND claim_token = %(token)s AND halted_at IS NULL
     RETURNING record_id
+), labelled AS (
+    -- each segment's search row learns who speaks in it (migration 60: search by speaker);
+    -- %(said)s holds, in the segments' order (search_rows.n from 1), each one's speaker labels
+    UPDATE search_rows r SET speakers = ARRAY(SELECT jsonb_array_elements_text(x.labels))
+    FROM saved, jsonb_array_elements(%(said)s::jsonb) WITH ORDINALITY AS x(labels, n)
+    WHERE r.record_id = saved.record_id AND r.n = x.n
 ), let_go AS (
     -- the checkpoints served their purpose
     DELETE FROM record_speaker_windows w USING saved WHERE w.record_id = saved.record_id

@@ -1,0 +1,97 @@
+"""Search by speaker (issue 19 §Names, issue 18 §API): real PostgreSQL, a text saved by the
+pipeline's own statements, speaker turns saved by the diarize step's fenced save; searched through
+the API in-process and the command line."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from fastapi.testclient import TestClient
+
+from actors.diarizing import save_turns
+from conftest import policy, settings
+from searching import done_record
+from web.app import create_app
+
+TALK = [
+    (0.0, 4.0, "Good morning, the budget is ready."),
+    (4.0, 10.0, "Thanks, the budget looks fine. Let us ship it."),   # S1 then S2 inside one segment
+    (10.0, 16.0, "I will ship the release tonight then."),
+]
+TURNS = [{"start": 0.0, "end": 6.0, "speaker": "S1"}, {"start": 6.0, "end": 16.0, "speaker": "S2"}]
+
+
+def test_search_keeps_one_speakers_words(store):
+    """`speaker=S1` (or the name the owner gave S1, any case) keeps the segments where S1 speaks,
+    also one that S1 shares with S2; a title hit and a record not diarized yet never pass the
+    filter; a stale diarize holder's save labels nothing; `next` keeps the filter."""
+    app = TestClient(create_app(store, settings()), raise_server_exceptions=False)
+    token = store.add_owner("alice")
+    owner_id = store.owner_by_name("alice")["id"]
+    auth = {"Authorization": f"Bearer {token}"}
+    record = done_record(store, owner_id, TALK, title="budget talk", diarize=True, words=True)
+
+    def hits(q, **params):
+        answer = app.get("/search", params={"q": q, **params}, headers=auth)
+        assert answer.status_code == 200, answer.text
+        return sorted(((item["record"]["id"], item["start"]) for item in answer.json()["items"]),
+                      key=lambda hit: (hit[0], -1 if hit[1] is None else hit[1]))
+
+    assert hits("budget", speaker="S1") == []                     # not diarized yet: nobody is known
+    stale = store.claim_speakers(policy(lease=0.5))
+    fresh = _claimed_again(store)
+    assert not save_turns(store, stale, [{"start": 0.0, "end": 16.0, "speaker": "S1"}])
+    assert hits("budget", speaker="S1") == []                     # the refused save labelled nothing
+    assert save_turns(store, fresh, TURNS)
+
+    assert hits("budget") == [(record, None), (record, 0.0), (record, 4.0)]
+    assert hits("budget", speaker="S1") == [(record, 0.0), (record, 4.0)]
+    assert hits("budget", speaker="s2") == [(record, 4.0)]
+    assert hits("ship", speaker="S2") == [(record, 4.0), (record, 10.0)]
+    assert hits("tonight", speaker="S1") == [] and hits("budget", speaker="S3") == []
+    assert hits("budget", speaker="Alice") == []
+    assert app.patch(f"/records/{record}", json={"speakers": {"S1": "Alice"}}, headers=auth).status_code == 200
+    assert hits("budget", speaker="alice ") == [(record, 0.0), (record, 4.0)]
+    assert hits("budget", speaker="S1") == [(record, 0.0), (record, 4.0)]   # the label still works
+
+    page = app.get("/search", params={"q": "budget", "speaker": "Alice", "limit": 1}, headers=auth).json()
+    assert "speaker=Alice" in page["next"]
+    assert app.get(page["next"], headers=auth).json()["total"] == 2
+    assert app.get("/search", params={"q": "budget", "speaker": "a\x00"}, headers=auth).status_code == 422
+
+
+def test_search_by_speaker_from_the_command_line(store, env):
+    """`transcriber search --owner NAME --speaker S2 "query"` prints that speaker's hits only."""
+    store.add_owner("alice")
+    record = done_record(store, store.owner_by_name("alice")["id"], TALK, diarize=True, words=True)
+    assert save_turns(store, store.claim_speakers(policy()), TURNS)
+    printed = subprocess.run([sys.executable, "-m", "transcriber.cli", "search", "--owner", "alice",
+                              "--speaker", "S2", "ship"], env=env, capture_output=True, text=True, timeout=120)
+    assert printed.returncode == 0, printed.stderr
+    assert [line.split("  ")[:2] for line in printed.stdout.splitlines()] == [[str(record), "00:00:04"],
+                                                                             [str(record), "00:00:10"]]
+
+
+def _claimed_again(store):
+    """The same speakers row claimed anew once the first lease ran out (waiting on the lease)."""
+    from conftest import wait_until
+
+    return wait_until(lambda: store.claim_speakers(policy()) or None, 30)
+
+
+def test_the_migration_labels_records_diarized_before_it(store, db):
+    """Migration 60's backfill gives the search rows of a record diarized before it the same
+    speakers as the diarize step's save does (word by word, as the formats label them)."""
+    from db.queries import migrations
+
+    store.add_owner("alice")
+    record = done_record(store, store.owner_by_name("alice")["id"], TALK, diarize=True, words=True)
+    assert save_turns(store, store.claim_speakers(policy()), TURNS)
+    said = "SELECT coalesce(jsonb_agg(to_jsonb(speakers) ORDER BY n), '[]') AS said FROM search_rows WHERE record_id = %s"
+    saved = db.one(said, (record,))["said"]
+    assert saved == [[], ["S1"], ["S1", "S2"], ["S2"]]
+    backfill = next(text for version, _, text in migrations() if version == 60)
+    with db.transaction() as conn:
+        conn.execute("UPDATE search_rows SET speakers = '{}'")
+        conn.execute(backfill.split("DEFAULT '{}';", 1)[1])  # all but the ALTER TABLE
+    assert db.one(said, (record,))["said"] == saved
