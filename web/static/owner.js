@@ -144,6 +144,37 @@ function usageOf(usage) {
                            quota: limit(usage.quota.hours, "h") + " / " + limit(usage.quota.storage_mb, "MB") });
 }
 
+// --- speakers (issue 19) -----------------------------------------------------------------------
+
+// As many colours as the style sheet's .speaker[data-colour] rules (a palette told apart also by
+// colour-blind readers); a label's colour follows its number, so it is the same on every visit.
+// Beyond the palette colours repeat, and the label text beside each one still tells who speaks.
+const SPEAKER_COLOURS = 8;
+
+function speakerColour(label) {
+  return String((Number(label.slice(1)) - 1) % SPEAKER_COLOURS);
+}
+
+// What a reader sees for a speaker: the owner's name for it, else "Speaker N".
+function speakerName(label, names) {
+  return (names && names[label]) || t("speaker_n", { n: label.slice(1) });
+}
+
+function speakerChip(label, names) {
+  return el("span", { class: "speaker", "data-speaker": label, "data-colour": speakerColour(label) },
+            speakerName(label, names));
+}
+
+// Why a done record shows no speakers (or that they are still being found); null once shown.
+function speakersNoteOf(card, labelled) {
+  const speakers = card.speakers;
+  if (card.stage !== "done" || !speakers) return null;
+  if (speakers.state === "pending") return t("speakers_pending");
+  if (speakers.state === "halted") return t("speakers_halted", { reason: reasonText(speakers.reason) });
+  if (speakers.state === "off") return t(speakers.reason === "not_asked" ? "speakers_not_asked" : "speakers_off");
+  return labelled ? null : t("speakers_one_voice");
+}
+
 function recordView(root, id) {
   const heading = el("h1", { id: "record-title" });
   const facts = el("dl", { class: "facts" });
@@ -153,6 +184,14 @@ function recordView(root, id) {
   audio.addEventListener("error", () => noAudio.classList.remove("hidden"));
   const transcript = el("ol", { id: "transcript", class: "segments" });
   const transcriptNote = el("p", { class: "muted", id: "transcript-note" }, t("transcript_pending"));
+  const speakersNote = el("p", { class: "muted hidden", id: "speakers-note", role: "status" });
+  const speakerFields = el("div", { class: "speaker-fields" });
+  const speakersSaved = el("span", { id: "speakers-status", class: "muted", role: "status" });
+  const speakersForm = el("form", { id: "speaker-names", class: "edit" },
+    el("p", { class: "hint" }, t("speakers_hint")), speakerFields,
+    el("div", {}, el("button", { type: "submit" }, t("save_names")), " ", speakersSaved));
+  const speakersCard = el("section", { class: "card hidden", id: "speakers-card" },
+    el("h2", {}, t("speakers")), speakersForm);
   const downloads = el("p", { id: "downloads", class: "downloads hidden" }, t("downloads") + ":",
     ["txt", "srt", "vtt", "json"].map((format) => el("a", {
       href: `/records/${id}/text` + (format === "txt" ? "" : "?format=" + format),
@@ -173,11 +212,15 @@ function recordView(root, id) {
     el("p", {}, el("a", { href: "/", id: "back" }, t("back"))),
     el("section", { class: "card" }, heading, state, facts),
     el("section", { class: "card" }, el("h2", {}, t("player")), audio, noAudio),
-    el("section", { class: "card" }, el("h2", {}, t("transcript")), transcriptNote, transcript, downloads),
+    el("section", { class: "card" }, el("h2", {}, t("transcript")), transcriptNote, speakersNote, transcript,
+       downloads),
+    speakersCard,
     el("section", { class: "card" }, el("h2", {}, t("edit")), form),
     el("section", { class: "card" }, remove, " ", deleteStatus));
 
   let loaded = false, filled = false, gone = false;
+  // the labels the transcript carries, the owner's names for them, where finding them stands
+  let labels = [], names = {}, speakersState = null;
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -187,6 +230,32 @@ function recordView(root, id) {
     replace(saved, answer.ok ? t("saved") : t("save_failed", { reason: reasonOf(answer) }));
     if (answer.ok) show(answer.data);
   });
+
+  speakersForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const given = {};
+    for (const input of speakerFields.querySelectorAll("input")) given[input.name] = input.value.trim();
+    const answer = await api("PATCH", `/records/${id}`, { speakers: given });
+    replace(speakersSaved, answer.ok ? t("saved") : t("save_failed", { reason: reasonOf(answer) }));
+    if (answer.ok) { show(answer.data); nameSpeakers(answer.data.speakers.names); }
+  });
+
+  // Every label on the page under the owner's current names (no reload: the chips are renamed).
+  function nameSpeakers(given) {
+    names = given || {};
+    for (const chip of transcript.querySelectorAll(".speaker[data-speaker]")) {
+      const shown = speakerName(chip.dataset.speaker, names);
+      if (chip.textContent !== shown) chip.textContent = shown;
+    }
+  }
+
+  function showSpeakerForm() {
+    speakersCard.classList.toggle("hidden", labels.length === 0);
+    replace(speakerFields, labels.map((label) => el("div", { class: "speaker-field" },
+      el("label", { for: "speaker-name-" + label }, speakerChip(label, {})),
+      el("input", { id: "speaker-name-" + label, name: label, maxlength: "100", value: names[label] || "",
+                    placeholder: speakerName(label, {}) }))));
+  }
 
   remove.addEventListener("click", async () => {
     if (!window.confirm(t("delete_confirm"))) return;
@@ -207,6 +276,10 @@ function recordView(root, id) {
       card.language ? fact(t("language_of_audio"), card.language_probability == null ? card.language
         : card.language + " (" + Math.round(100 * card.language_probability) + " %)") : null,
       card.prompt ? fact(t("prompt_of_record"), card.prompt) : null);
+    const note = loaded ? speakersNoteOf(card, labels.length > 0) : null;
+    speakersNote.classList.toggle("hidden", note === null);
+    speakersNote.dataset.state = card.speakers ? card.speakers.state : "";
+    if (note !== null && speakersNote.textContent !== note) replace(speakersNote, note);
     if (card.audio === "expired" && !audio.classList.contains("hidden")) {
       // retention deleted the original: say so instead of a player that cannot play
       audio.removeAttribute("src");
@@ -224,17 +297,26 @@ function recordView(root, id) {
   async function showTranscript() {
     const answer = await api("GET", `/records/${id}/text?format=json`);
     if (!answer.ok) return;
+    const first = !loaded;
     loaded = true;
     const segments = answer.data.segments || [];
     transcriptNote.classList.toggle("hidden", segments.length > 0);
     replace(transcriptNote, t("transcript_empty"));
-    replace(transcript, segments.map((segment) => el("li", { class: "segment", "data-start": String(segment.start) },
+    labels = [...new Set(segments.map((segment) => segment.speaker).filter(Boolean))]
+      .sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
+    // a speaker's label opens each of its turns; every segment of the turn carries its colour
+    replace(transcript, segments.map((segment, index) => el("li", {
+        class: "segment", "data-start": String(segment.start), "data-speaker": segment.speaker || null,
+        "data-colour": segment.speaker ? speakerColour(segment.speaker) : null },
       el("button", { type: "button", class: "time", title: t("seek_to", { time: clock(segment.start) }),
                      onclick: () => { audio.currentTime = segment.start; audio.play().catch(() => {}); } },
          clock(segment.start)),
+      segment.speaker && (index === 0 || segments[index - 1].speaker !== segment.speaker)
+        ? speakerChip(segment.speaker, names) : null,
       el("span", { class: "text" }, (segment.text || "").trim()))));
+    showSpeakerForm();
     downloads.classList.remove("hidden");
-    playAskedSecond(audio, transcript);  // a search hit's link: play from its second (search.js)
+    if (first) playAskedSecond(audio, transcript);  // a search hit's link: play from its second (search.js)
   }
 
   audio.addEventListener("timeupdate", () => {
@@ -254,8 +336,12 @@ function recordView(root, id) {
       return;
     }
     if (!answer.ok) return;
+    const speakers = answer.data.speakers || {};
+    nameSpeakers(speakers.names);
+    // the text first, then again once speakers are found (the diarize step finishes after done)
+    if (answer.data.stage === "done" && (!loaded || speakers.state !== speakersState)) await showTranscript();
+    speakersState = speakers.state;
     show(answer.data);
-    if (answer.data.stage === "done" && !loaded) await showTranscript();
   });
 }
 
