@@ -30,22 +30,25 @@ COLOUR = "chip => getComputedStyle(chip).borderLeftColor"
 
 
 def test_speakers_are_coloured_named_in_the_page_and_in_every_download(make_api, browser, shots, store):  # noqa: F811
-    """Issue 19 §Names, §Tests: two speakers show two labels in two colours, each beside its text;
+    """Issue 19 §Names, §Tests: a done record says its speakers are being found, and shows them when
+    the diarize step saves them; two speakers show two labels in two colours, each beside its text;
     naming S1 "Alice" in the page shows "Alice" at once (no reload, same colours) and then in the
     srt, vtt, txt and json downloads; a record whose diarization halted says why it has no
     labels; the Russian page names the unnamed speaker in Russian."""
     api = make_api()
     token = api.token("erin")
     erin = store.owner_by_name("erin")["id"]
-    record = done_record(store, erin, TALK, title="Budget call", diarize=True, words=True)
-    assert save_turns(store, store.claim_speakers(policy()), TURNS)
     halted = done_record(store, erin, TALK[:1], title="Stopped", diarize=True, words=True)
     assert store.speakers_halt(store.claim_speakers(policy()), HaltReason.ATTEMPTS_EXHAUSTED, "boom")
+    record = done_record(store, erin, TALK, title="Budget call", diarize=True, words=True)
 
     watched = Watched(browser, base_of(api))
     page = watched.signed_in(token)
     page.wait_for_selector("#records")
     page.goto(watched.base + f"/view/{record}")
+    page.wait_for_selector("#speakers-note[data-state=pending]:has-text('Finding who speaks')", timeout=WAIT_MS)
+    page.evaluate("window.notReloaded = true")
+    assert save_turns(store, store.claim_speakers(policy()), TURNS)   # the diarize step finishes after done
     page.wait_for_selector(f"{CHIPS}[data-speaker=S2]", timeout=WAIT_MS)
     chips = page.query_selector_all(CHIPS)
     assert [chip.inner_text() for chip in chips] == ["Speaker 1", "Speaker 2"]
@@ -56,11 +59,10 @@ def test_speakers_are_coloured_named_in_the_page_and_in_every_download(make_api,
     assert page.is_hidden("#speakers-note") and page.is_visible("#speakers-card")
     shots(page, "record-speakers")
 
-    page.evaluate("window.notReloaded = true")
     page.fill("#speaker-name-S1", "Alice")
     page.click("#speaker-names button[type=submit]")
     page.wait_for_selector(f"{CHIPS}[data-speaker=S1]:has-text('Alice')")
-    assert page.evaluate("window.notReloaded") is True        # renamed in place, no reload
+    assert page.evaluate("window.notReloaded") is True        # found and renamed in place, no reload
     assert [chip.inner_text() for chip in page.query_selector_all(CHIPS)] == ["Alice", "Speaker 2"]
     assert [chip.evaluate(COLOUR) for chip in page.query_selector_all(CHIPS)] == colours
 

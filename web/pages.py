@@ -97,7 +97,7 @@ def render(request: Request, *, view: str, body: str, session: Session | None = 
 <script id="strings" type="application/json">{_json_for_script(s)}</script>
 <script id="page" type="application/json">{_json_for_script(page_data)}</script>
 <script src="/ui/common.js"></script>
-{'' if panel else '<script src="/ui/search.js"></script>'}
+{'' if panel else '<script src="/ui/search.js"></script><script src="/ui/speakers.js"></script>'}
 <script src="/ui/{'admin' if panel else 'owner'}.js"></script>
 </body>
 </html>
