@@ -71,14 +71,15 @@ def recognizer_children(pid: int) -> list:
     return found
 
 
-def wait_until(predicate, seconds: float, every: float = 0.1):
-    """`predicate()`'s first true value, asked every `every` seconds; fails after `seconds`."""
+def wait_until(predicate, seconds: float, every: float = 0.1, what: str = "the condition"):
+    """`predicate()`'s first true value, asked every `every` seconds; fails after `seconds`,
+    naming `what` it waited for."""
     deadline = time.monotonic() + seconds
     while True:
         value = predicate()
         if value:
             return value
-        assert time.monotonic() < deadline, f"not within {seconds}s"
+        assert time.monotonic() < deadline, f"{what}: not within {seconds}s"
         time.sleep(every)
 
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from audio.decode import BYTES_PER_SECOND, pcm16k
 from audio.engines import engine
 from audio.isolation import RecognizerError
 from audio.windows import WINDOW_SECONDS, end_of, start_byte, windows
-from conftest import ROOT, kinds, settings, work_until_idle
+from conftest import ROOT, kinds, settings, wait_until, work_until_idle
 from domain.stages import Step
 from media import encode, speech_pcm
 
@@ -34,14 +33,6 @@ def accept(store, owner, path, **options):
 def recognizer_children() -> list[psutil.Process]:
     return [p for p in psutil.Process().children(recursive=True)
             if "audio.recognizer_process" in " ".join(p.cmdline())]
-
-
-def wait_for(condition, what: str, timeout: float = 240.0):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    return found
 
 
 def checkpoints(store, record_id) -> list[dict]:
@@ -161,7 +152,7 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
     first = subprocess.Popen([sys.executable, "-c", script], env=worker_env, start_new_session=True,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: checkpoints(store, interrupted), "the first checkpoint")
+        wait_until(lambda: checkpoints(store, interrupted), 240, every=0.2, what="the first checkpoint")
         os.killpg(first.pid, signal.SIGKILL)
     finally:
         first.wait(timeout=60)
@@ -262,7 +253,7 @@ def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):
     worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
     worker.start()
     # the run's thread starts a child of its own: stop that one
-    stopped = wait_for(lambda: [p for p in recognizer_children() if p.pid not in earlier], "the run's child")
+    stopped = wait_until(lambda: [p for p in recognizer_children() if p.pid not in earlier], 240, every=0.2, what="the run's child")
     for process in stopped:
         process.send_signal(signal.SIGSTOP)
     worker.join(timeout=300)

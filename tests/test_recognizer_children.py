@@ -9,14 +9,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import psutil
 
 from audio.children import FOLDER_PREFIX, sweep_stale_folders
 from audio.isolation import IsolatedEngine
-from conftest import recognizer_children
+from conftest import recognizer_children, wait_until
 from media import encode, speech_pcm
 
 SPHINX = {"engine": "pocketsphinx", "label": "pocketsphinx"}  # the lightest local engine
@@ -24,14 +23,6 @@ SPHINX = {"engine": "pocketsphinx", "label": "pocketsphinx"}  # the lightest loc
 
 def _folders(pid: int) -> list[Path]:
     return sorted(Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}{pid}-*"))
-
-
-def _until(condition, what: str, seconds: float = 60.0):
-    deadline = time.monotonic() + seconds
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"still waiting for {what}"
-        time.sleep(0.1)
-    return value
 
 
 def test_children_end_with_the_threads_that_started_them():
@@ -51,8 +42,8 @@ def test_children_end_with_the_threads_that_started_them():
     for thread in threads:
         thread.join(timeout=120)
     assert len(set(started)) == 3 and None not in started  # one child per thread, each really ran
-    _until(lambda: (len(recognizer_children(os.getpid())), len(_folders(os.getpid()))) == before,
-           "the children and folders of ended threads to go")
+    wait_until(lambda: (len(recognizer_children(os.getpid())), len(_folders(os.getpid()))) == before,
+               60, what="the children and folders of ended threads to go")
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                    for pid in started)
 
@@ -68,7 +59,7 @@ def test_a_stopping_worker_ends_its_childrens_lives(store, owner, tmp_path):
     the_settings = settings(engine="pocketsphinx", home=tmp_path / "home", tick_seconds=0.2)
     record_id = accept_file(store, the_settings, encode(tmp_path / "a.wav"), owner_id=owner["id"])
     with LocalPipeline(store, the_settings):
-        _until(lambda: store.read_record(record_id)["stage"] == "done", "the record to be done", 180)
+        wait_until(lambda: store.read_record(record_id)["stage"] == "done", 180, what="the record to be done")
         assert len(recognizer_children(os.getpid())) > before[0]  # a child did the work
     assert (len(recognizer_children(os.getpid())), len(_folders(os.getpid()))) == before
 
@@ -83,16 +74,16 @@ def test_signals_end_the_children_and_their_folders(env, tmp_path):
                                env={**env, "TRANSCRIBER_ENGINE": "pocketsphinx"},
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            children = _until(lambda: recognizer_children(run.pid), "a recognizer child", 180)
-            _until(lambda: _folders(run.pid), "its window folder")
+            children = wait_until(lambda: recognizer_children(run.pid), 180, what="a recognizer child")
+            wait_until(lambda: _folders(run.pid), 60, what="its window folder")
             run.send_signal(stop)
             run.wait(timeout=120)
         finally:
             if run.poll() is None:
                 run.kill()
                 run.wait()
-        _until(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
-               f"the child to end after {stop.name}")
+        wait_until(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
+                   60, what=f"the child to end after {stop.name}")
         if stop == signal.SIGTERM:
             assert run.returncode != 0 and not _folders(run.pid)
         else:

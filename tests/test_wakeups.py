@@ -11,21 +11,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import add_record, kinds, policy, settings
+from conftest import add_record, kinds, policy, settings, wait_until
 from db import Database, Store
 from db.wakeups import Wakeup, parse
 from domain.resume import resume
 from domain.stages import Step
-
-
-def wait_for(predicate, seconds: float, every: float = 0.02):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"not within {seconds}s")
 
 
 @pytest.fixture
@@ -112,8 +102,8 @@ def wakeups(database_url):
 
     sent = Sent()
     running = Wakeups(database_url, sent).start()
-    wait_for(lambda: running.listener.connected, 10)
-    wait_for(lambda: set(sent.take()) >= set(Step), 10)  # the catch-up after connecting
+    wait_until(lambda: running.listener.connected, 10, every=0.02)
+    wait_until(lambda: set(sent.take()) >= set(Step), 10, every=0.02)  # the catch-up after connecting
     yield running, sent
     running.stop()
 
@@ -123,21 +113,21 @@ def test_the_listener_feeds_the_step_that_can_take_the_record(store, owner, wake
     without any tick."""
     running, sent = wakeups
     add_record(store, owner)
-    assert wait_for(sent.take, 10) == [Step.CONVERT]
+    assert wait_until(sent.take, 10, every=0.02) == [Step.CONVERT]
     claim = store.claim(Step.CONVERT, policy())
     store.save_result(claim, {"duration_seconds": 1.0})
-    assert wait_for(sent.take, 10) == [Step.RECOGNIZE]
+    assert wait_until(sent.take, 10, every=0.02) == [Step.RECOGNIZE]
 
 
 def test_a_pause_end_wakes_its_step_by_a_timer(store, owner, wakeups):
     """issue 10 §1: a failure's retry pause ends with a wake-up from a local timer, not before."""
     running, sent = wakeups
     add_record(store, owner)
-    wait_for(sent.take, 10)
+    wait_until(sent.take, 10, every=0.02)
     claim = store.claim(Step.CONVERT, policy())
     failed_at = time.monotonic()
     store.record_failure(claim, "boom", pause_seconds=1.0)
-    assert wait_for(sent.take, 10) == [Step.CONVERT]
+    assert wait_until(sent.take, 10, every=0.02) == [Step.CONVERT]
     assert time.monotonic() - failed_at >= 0.9
     assert store.claim(Step.CONVERT, policy())
 
@@ -149,10 +139,10 @@ def test_the_listener_reconnects_after_its_backend_is_terminated(store, owner, w
     first = running.listener.backend_pid
     with psycopg.connect(database_url, autocommit=True) as conn:
         assert conn.execute("SELECT pg_terminate_backend(%s)", (first,)).fetchone()[0]
-    wait_for(lambda: running.listener.backend_pid not in (None, first), 15)
-    wait_for(lambda: set(sent.take()) >= set(Step), 10)
+    wait_until(lambda: running.listener.backend_pid not in (None, first), 15, every=0.02)
+    wait_until(lambda: set(sent.take()) >= set(Step), 10, every=0.02)
     add_record(store, owner)
-    assert wait_for(sent.take, 10) == [Step.CONVERT]
+    assert wait_until(sent.take, 10, every=0.02) == [Step.CONVERT]
 
 
 @pytest.fixture
@@ -187,15 +177,15 @@ def test_the_listener_survives_a_server_restart(own_server):
     sent = Sent()
     running = Wakeups(url, sent).start()
     try:
-        wait_for(lambda: running.listener.connected, 10)
+        wait_until(lambda: running.listener.connected, 10, every=0.02)
         restart()
-        wait_for(lambda: running.listener.connected, 30, every=0.1)
-        wait_for(lambda: set(sent.take()) >= set(Step), 10)
+        wait_until(lambda: running.listener.connected, 30, every=0.1)
+        wait_until(lambda: set(sent.take()) >= set(Step), 10, every=0.02)
         with Database(url, max_size=2) as db:
             store = Store(db)
             store.add_owner("bob")
             add_record(store, store.owner_by_name("bob"))
-            assert wait_for(sent.take, 10) == [Step.CONVERT]
+            assert wait_until(sent.take, 10, every=0.02) == [Step.CONVERT]
     finally:
         running.stop()
 
@@ -212,9 +202,9 @@ def test_a_record_is_claimed_without_a_tick(store, owner, tmp_path):
     with LocalPipeline(store, the_settings):
         # the first tick's wake-ups are spent before the record exists
         actors.broker.join(actors.QUEUE, timeout=30_000)
-        wait_for(_listening, 10)
+        wait_until(_listening, 10, every=0.02)
         record = accept_file(store, the_settings, encode(tmp_path / "a.wav"), owner_id=owner["id"])
-        wait_for(lambda: kinds(store, record).count("claimed") >= 2, 20, every=0.05)
+        wait_until(lambda: kinds(store, record).count("claimed") >= 2, 20, every=0.05)
     claimed = [e["stage"] for e in store.events(record) if e["kind"] == "claimed"]
     assert claimed[:2] == ["created", "converted"]
 

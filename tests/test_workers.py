@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, drop_queue, kinds
+from conftest import ROOT, drop_queue, kinds, wait_until
 from media import encode
 
 REDIS_DB = 13
@@ -76,13 +76,6 @@ def processes():
     group.stop_all()
 
 
-def wait_for(predicate, seconds):
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def test_two_worker_processes_and_scheduler_on_redis(store, owner, redis_env, processes, tmp_path):
     """Two `dramatiq actors` processes and the scheduler on Redis: 20 records all done, each step
     claimed and saved once per record."""
@@ -91,7 +84,7 @@ def test_two_worker_processes_and_scheduler_on_redis(store, owner, redis_env, pr
     processes.worker(redis_env)
     processes.worker(redis_env)
     processes.scheduler(redis_env)
-    wait_for(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 300)
+    wait_until(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 300)
     for record_id in ids:
         journal = kinds(store, record_id)
         assert journal.count("claimed") == 2 and journal.count("advanced") == 2, journal
@@ -106,12 +99,12 @@ def test_killed_worker_loses_nothing(store, owner, redis_env, processes, tmp_pat
     record_id = store.accept(owner["id"], [encode(tmp_path / "long.flac", "flac", repeat=12).read_bytes()])
     processes.scheduler(env)
     doomed = processes.worker(env)
-    wait_for(lambda: store.read_record(record_id)["stage"] == "converted"
+    wait_until(lambda: store.read_record(record_id)["stage"] == "converted"
              and (store.read_record(record_id)["progress_seconds"] or 0) > 0, 300)
     processes.kill(doomed)
     killed_at = time.monotonic()
     processes.worker(env)
-    wait_for(lambda: store.read_record(record_id)["stage"] == "done", 600)
+    wait_until(lambda: store.read_record(record_id)["stage"] == "done", 600)
     events = store.events(record_id)
     recognition_claims = [e for e in events if e["kind"] == "claimed" and e["stage"] == "converted"]
     assert len(recognition_claims) == 2
@@ -128,7 +121,7 @@ def test_sigterm_gives_claims_back_and_stops_cleanly(store, owner, redis_env, pr
     scheduler = processes.scheduler(env)
     log = (tmp_path / "worker.log").open("w")
     worker = processes.worker(env, log=log)
-    wait_for(lambda: (store.read_record(record_id)["progress_seconds"] or 0) > 0, 300)
+    wait_until(lambda: (store.read_record(record_id)["progress_seconds"] or 0) > 0, 300)
     worker.send_signal(signal.SIGTERM)  # to the main process, which passes it on to its workers
     assert worker.wait(timeout=60) == 0, (tmp_path / "worker.log").read_text()
     row = store.read_record(record_id)
@@ -168,7 +161,7 @@ def test_worker_and_scheduler_on_rabbitmq(store, owner, env, processes, tmp_path
     try:
         processes.worker(rabbit_env)
         processes.scheduler(rabbit_env)
-        wait_for(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 600)
+        wait_until(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 600)
     finally:
         processes.stop_all()
         drop_queue(env["TRANSCRIBER_QUEUE"], amqp_url=url)
