@@ -310,10 +310,14 @@ def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, s
 def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp_path):
     """Issue 18 §Browser: the owner's search box lists hits grouped by recording, the matched
     words marked; a hit's time link opens the record's page playing from that second with its
-    segment highlighted; the same in Russian; another owner's words are not found."""
+    segment highlighted; the same in Russian; another owner's words are not found. Issue 19
+    §Names: the box's speaker field (a label or the owner's name for it) keeps that speaker's hits."""
+    from actors.diarizing import save_turns
+    from conftest import policy
     from media import encode
     from searching import done_record
     from test_search import RUSSIAN, TALK
+    from test_search_speakers import TALK as SPOKEN, TURNS
 
     api = make_api()
     dana, erin = api.token("dana"), api.token("erin")
@@ -322,6 +326,9 @@ def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp
     talk = done_record(api.store, owner_id, TALK, title="Weekly", windows=2, audio=audio)
     russian = done_record(api.store, owner_id, RUSSIAN, language="ru", title="Отчёт")
     done_record(api.store, api.store.owner_by_name("erin")["id"], [(0.0, 2.0, "erin's pipeline")])
+    spoken = done_record(api.store, owner_id, SPOKEN, title="Budget", diarize=True, words=True)
+    assert save_turns(api.store, api.store.claim_speakers(policy()), TURNS)  # S1 0–6 s, S2 after
+    assert api.store.name_speakers(spoken, owner_id, {"S1": "Alice"})
     watched = Watched(browser, base_of(api))
 
     page = watched.signed_in(dana)
@@ -343,4 +350,20 @@ def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp
     russian_page.fill("#search-q", "erin's")
     russian_page.click("#search button[type=submit]")
     assert russian_page.wait_for_selector("#search-none").inner_text() == "Ничего не найдено."
+
+    # "ship" is said at 0:04 (Alice, then S2, in one segment) and at 0:10 (S2 alone)
+    assert russian_page.get_attribute("#search-speaker", "placeholder") == "Говорящий (S1 или имя)"
+    def hits_at(times: str) -> str:  # the page's hits on the diarized record are at these times
+        return (f"() => [...document.querySelectorAll('#hits-{spoken} a.hit-time')]"
+                f".map(a => a.textContent).join(' ') === '{times}'")
+
+    russian_page.fill("#search-q", "ship")
+    russian_page.click("#search button[type=submit]")
+    russian_page.wait_for_function(hits_at("0:04 0:10"))
+    russian_page.fill("#search-speaker", "alice")
+    russian_page.click("#search button[type=submit]")
+    russian_page.wait_for_function(hits_at("0:04"))
+    russian_page.fill("#search-speaker", "S3")  # nobody of that label: nothing found
+    russian_page.click("#search button[type=submit]")
+    russian_page.wait_for_selector("#search-none")
     watched.assert_all_local()

@@ -73,8 +73,11 @@ def test_interrupted_transcribe_loses_nothing(env, tmp_path):
     import time
 
     long = encode(tmp_path / "long.flac", "flac", repeat=12)
+    # a shell without job control starts background jobs with SIGINT ignored, and Python keeps an
+    # ignored SIGINT: give the command Ctrl-C's default, as a terminal would
     run = subprocess.Popen([sys.executable, "-m", "transcriber.cli", "transcribe", str(long)], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = ""
     deadline = time.monotonic() + 120
     while "recognizing" not in seen:

@@ -29,14 +29,19 @@ function hitLink(item) {
 function searchView() {
   const box = el("input", { type: "search", id: "search-q", name: "q", maxlength: "1000",
                             placeholder: t("search_placeholder"), "aria-label": t("search") });
+  // only what one speaker said: a label (S1) or the name the owner gave it (issue 19 §Names)
+  const speaker = el("input", { type: "text", id: "search-speaker", name: "speaker", maxlength: "100",
+                                placeholder: t("search_speaker_placeholder"), "aria-label": t("search_speaker") });
   const results = el("div", { id: "search-results", role: "status" });
-  const form = el("form", { id: "search", class: "search", role: "search" }, box, " ",
+  const form = el("form", { id: "search", class: "search", role: "search" }, box, " ", speaker, " ",
                   el("button", { type: "submit" }, t("search")));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const q = box.value;
     if (!q.trim()) { replace(results); return; }
-    const answer = await api("GET", `/search?limit=${SEARCH_PAGE}&q=${encodeURIComponent(q)}`);
+    const who = speaker.value.trim();
+    const only = who ? `&speaker=${encodeURIComponent(who)}` : "";
+    const answer = await api("GET", `/search?limit=${SEARCH_PAGE}&q=${encodeURIComponent(q)}${only}`);
     if (!answer.ok) { replace(results, el("p", { class: "error" }, reasonOf(answer))); return; }
     const { items, total } = answer.data;
     if (!items.length) { replace(results, el("p", { class: "muted", id: "search-none" }, t("search_none"))); return; }
