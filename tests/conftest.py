@@ -83,6 +83,28 @@ def wait_until(predicate, seconds: float, every: float = 0.1, what: str = "the c
         time.sleep(every)
 
 
+class WordASecond:
+    """A recognizer that hears one word a second: one segment per window, with word times (so a
+    change of speaker splits it), at no cost. For the tests whose subject is the pipeline around
+    recognition (leases, speakers), not its words: the recordings and the windows stay real.
+    `pause` makes each window take that long, as a slow model would, without spending CPU."""
+
+    name = "word-a-second"
+
+    def __init__(self, pause: float = 0.0):
+        self.pause = pause
+
+    def recognize(self, pcm, language, beat, prompt=None):
+        from audio.decode import SAMPLE_RATE
+        from audio.recognized import Recognized
+
+        time.sleep(self.pause)
+        seconds = len(pcm) / (2 * SAMPLE_RATE)
+        words = [{"word": "word", "start": float(t), "end": min(t + 0.8, seconds)} for t in range(int(seconds))]
+        text = " ".join(w["word"] for w in words)
+        return Recognized(segments=[{"start": 0.0, "end": seconds, "text": text, "words": words}], language="en")
+
+
 def pytest_addoption(parser):
     parser.addoption("--faults", choices=("short", "long"), default="short",
                      help="fault-injection profile of tests/test_faults.py: short (CI) or long (by hand)")

@@ -18,8 +18,7 @@ from actors.work import Outcome, run_once
 from audio import speakers
 from audio.decode import SAMPLE_RATE, pcm16k
 from audio.formats import render_record
-from audio.recognized import Recognized
-from conftest import ROOT, drop_queue, kinds, listening, policy, settings, wait_until
+from conftest import ROOT, WordASecond, drop_queue, kinds, listening, policy, settings, wait_until
 from domain.card import card
 from domain.claims import NO_WORK
 from domain.resume import NotHalted, resume
@@ -72,19 +71,6 @@ def _done(store, owner, path, the_settings, speakers_asked="auto") -> int:
     assert run_once(store, the_settings, Step.CONVERT) is Outcome.SAVED
     assert run_once(store, the_settings, Step.RECOGNIZE) is Outcome.SAVED
     return record
-
-
-class WordASecond:
-    """A recognizer that hears one word a second: one segment per window, with word times (so a
-    change of speaker splits it), at no cost; the recordings, the windows and the speakers are real."""
-
-    name = "word-a-second"
-
-    def recognize(self, pcm, language, beat, prompt=None):
-        seconds = len(pcm) / (2 * SAMPLE_RATE)
-        words = [{"word": "word", "start": float(t), "end": min(t + 0.8, seconds)} for t in range(int(seconds))]
-        text = " ".join(w["word"] for w in words)
-        return Recognized(segments=[{"start": 0.0, "end": seconds, "text": text, "words": words}], language="en")
 
 
 def _done_cheaply(store, owner, path, the_settings, monkeypatch) -> int:

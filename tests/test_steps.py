@@ -7,7 +7,7 @@ import time
 import pytest
 
 from actors.work import Outcome, run_once
-from conftest import add_record, kinds, policy, settings, work_until_idle
+from conftest import WordASecond, add_record, kinds, policy, settings, work_until_idle
 from domain.claims import Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -127,12 +127,16 @@ def recognize_in_background(store, the_settings, record_id, *, wait_for_progress
     return worker, result
 
 
-def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path):
+def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path, monkeypatch):
     """P3: a step running longer than its lease renews it under its token; no other worker can
-    take the record meanwhile, and the step saves."""
-    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=24))  # ~4 min
+    take the record meanwhile, and the step saves. The recognizer takes 2 s a window (five
+    windows: more than three leases) without the CPU a model would spend on it."""
+    import actors.steps
+
+    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=12))  # ~2 min
     s = settings(recognize_lease_seconds=3)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond(pause=2.0))
     worker, result = recognize_in_background(store, s, record_id, wait_for_progress=False)
     rival_claims, leases = [], set()
     while worker.is_alive():
