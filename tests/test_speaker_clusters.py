@@ -51,3 +51,19 @@ def test_a_segment_is_split_where_its_speaker_changes():
     pieces = assign([segment], found)
     assert [(p["speaker"], p["text"], p["start"], p["end"]) for p in pieces] == [
         ("S1", "one two", 0.1, 1.7), ("S2", "three four", 1.8, 3.4)]
+
+
+def test_a_briefly_heard_voice_is_kept_and_a_few_odd_windows_join_their_speaker():
+    """Issue 19 (speakers with little speech kept; one speaker counted once): two windows of a
+    voice unlike every other stay a speaker of their own, while four windows only partly like a
+    speaker (as a phrase said in another voice register is) join that speaker."""
+    vectors, truth = voices(3, [30, 30, 2])
+    rng = np.random.default_rng(5)
+    first = vectors[truth == 0].mean(0)
+    first /= np.linalg.norm(first)
+    register = rng.normal(size=192)
+    register /= np.linalg.norm(register)
+    odd = 0.27 * first + register + rng.normal(size=(4, 192)) * 0.1 / np.sqrt(192) * 3
+    odd = (odd / np.linalg.norm(odd, axis=1, keepdims=True)).astype(np.float32)
+    labels = cluster(np.concatenate([vectors, odd]))
+    assert agree(labels, np.concatenate([truth, np.zeros(4, np.int64)]))

@@ -30,10 +30,14 @@ def speaker_turns(found: Embeddings, speakers: int | None = None) -> list[Turn]:
     return turns(found.times, cluster(found.vectors, speakers))
 
 
+def pcm_embeddings(pcm: Iterable[bytes], threads: int = 1) -> Embeddings:
+    """The embeddings of a stream of 16 kHz mono s16 PCM, worked one window at a time."""
+    return Embeddings.joined([window_embeddings(piece, at, threads) for at, piece in windows(pcm)])
+
+
 def diarize_pcm(pcm: Iterable[bytes], speakers: int | None = None, threads: int = 1) -> list[Turn]:
     """Who spoke when in a stream of 16 kHz mono s16 PCM."""
-    return speaker_turns(Embeddings.joined([window_embeddings(piece, at, threads) for at, piece in windows(pcm)]),
-                         speakers)
+    return speaker_turns(pcm_embeddings(pcm, threads), speakers)
 
 
 def diarize(samples: np.ndarray, speakers: int | None = None, threads: int = 1) -> list[Turn]:
