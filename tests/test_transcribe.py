@@ -29,13 +29,15 @@ def test_transcribe_the_bundled_sample(env):
 
 
 def test_transcribe_formats(env, tmp_path):
-    """srt, vtt and json carry timed segments."""
-    srt = transcribe(env, SAMPLE, "--format", "srt")
-    assert srt.returncode == 0 and srt.stdout.startswith("1\n00:00:0") and " --> " in srt.stdout
-    vtt = transcribe(env, SAMPLE, "--format", "vtt")
-    assert vtt.stdout.startswith("WEBVTT\n\n00:00:0")
+    """json, srt and vtt carry timed segments: `transcribe --format json`, then the same record's
+    text in the other formats (`transcriber text ID --format`), as a user would ask again."""
     data = json.loads(transcribe(env, SAMPLE, "--format", "json").stdout)
     assert data["segments"] and data["text"] and 9 < data["duration_seconds"] < 11
+    again = [sys.executable, "-m", "transcriber.cli", "text", str(data["record"]), "--format"]
+    srt = subprocess.run([*again, "srt"], env=env, capture_output=True, text=True, timeout=120)
+    assert srt.returncode == 0 and srt.stdout.startswith("1\n00:00:0") and " --> " in srt.stdout
+    vtt = subprocess.run([*again, "vtt"], env=env, capture_output=True, text=True, timeout=120)
+    assert vtt.returncode == 0 and vtt.stdout.startswith("WEBVTT\n\n00:00:0")
 
 
 def test_transcribe_reports_refusals_and_goes_on(env, tmp_path):
