@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conftest import settings
+from domain.search import MAX_COUNTED
 from searching import done_record
 from web.app import create_app
 
@@ -120,6 +121,40 @@ def test_pages_and_filters(store, world):
     assert found(search(alice, "alpha ", to="2000-01-01")) == []
     assert len(found(search(alice, "alpha ", **{"from": "2000-01-01"}))) == 3
     assert search(alice, "alpha", stage="nonsense").status_code == 422
+
+
+def test_a_count_past_a_thousand_is_capped_and_says_so(store, world):
+    """Issue 18 §Speed: hits are counted up to 1,000; past that, `total` is 1000 with
+    `total_capped` true, and the pages stop at the 1,000th hit (another owner's 1,001 matching
+    segments never count for the owner's own query). Under 1,000 the count is exact and not
+    capped."""
+    app, search, alice, bob, ids = world
+    many = [(i * 2.0, i * 2.0 + 2.0, f"routine standup number {i}") for i in range(MAX_COUNTED + 1)]
+    record = done_record(store, ids["alice"], many + [(5000.0, 5002.0, "rare standup remark")], windows=3)
+    done_record(store, ids["bob"], many)
+    page = search(alice, "standup ", limit=100).json()
+    assert page["total"] == MAX_COUNTED and page["total_capped"] is True and len(page["items"]) == 100
+    assert {item["record"]["id"] for item in page["items"]} == {record}
+    last = search(alice, "standup ", limit=100, offset=MAX_COUNTED - 100).json()
+    assert len(last["items"]) == 100 and last["next"] is None
+    assert search(alice, "standup ", limit=100, offset=MAX_COUNTED).json()["items"] == []
+    exact = search(alice, "rare standup ").json()
+    assert exact["total"] == 1 and exact["total_capped"] is False
+    assert found(search(alice, "rare standup ")) == [(record, 5000.0)]
+    assert search(bob, "rare ").json()["total"] == 0
+
+
+def test_only_negated_words_find_the_owners_other_segments(store, world):
+    """Issue 18 §API: a query of negated words only (`-pipeline`) is a query the index cannot
+    look a word up for; it finds the owner's segments without the word, and none of another
+    owner's."""
+    _, search, alice, bob, ids = world
+    record = done_record(store, ids["alice"], TALK)
+    done_record(store, ids["bob"], [(0.0, 3.0, "bob's words")])
+    starts = {start for _, start in found(search(alice, "-pipeline"))}
+    assert starts == {None, 0.0, 5.0, 88.5}    # the title row (empty here) too, but not 83.0
+    assert {r for r, _ in found(search(alice, "-pipeline"))} == {record}
+    assert {start for _, start in found(search(bob, "-pipeline"))} == {None, 0.0}
 
 
 HOSTILE = [

@@ -32,13 +32,15 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
                from_: date | None = Query(default=None, alias="from", description="created on or after (YYYY-MM-DD)"),
                to: date | None = Query(default=None, description="created on or before (YYYY-MM-DD)")):
         """The caller's segments (and titles, summaries, topics) that match `q`, best first; each
-        hit names its record, its time and a snippet with the matched words in `<mark>`."""
+        hit names its record, its time and a snippet with the matched words in `<mark>`. `total`
+        counts up to 1,000 hits: when more match, it is 1000 with `total_capped` true, and the
+        pages are the best of the first 1,000 found."""
         if len(q) > MAX_QUERY_CHARS:
             raise ApiError(422, "query_too_long", f"a query has at most {MAX_QUERY_CHARS} characters")
         if topic is not None and inputs.text_problem(topic):
             raise ApiError(422, "bad_topic", f"topic {inputs.text_problem(topic)}")
         try:
-            items, total = hits(store, who["id"], q, limit=limit, offset=offset,
+            items, (total, capped) = hits(store, who["id"], q, limit=limit, offset=offset,
                                 stage=stage.value if stage else None, topic=topic, since=from_, until=to)
         except QueryProblem as problem:
             raise ApiError(422, "bad_query", str(problem)) from None
@@ -47,7 +49,7 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
         if following < total:
             next_page = page_address("/search", q=q, limit=limit, offset=following, stage=stage and stage.value,
                                       topic=topic, **{"from": from_, "to": to})
-        return {"items": items, "total": total, "next": next_page}
+        return {"items": items, "total": total, "total_capped": capped, "next": next_page}
 
     return routes
 

@@ -88,7 +88,7 @@ WHERE n > 0 AND (%(owner_id)s::bigint IS NULL OR owner_id = %(owner_id)s) LIMIT 
 
 -- name: bench_search_size
 SELECT pg_total_relation_size('search_rows') AS total_bytes, pg_relation_size('search_rows') AS heap_bytes,
-       pg_relation_size('search_rows_owner') AS owner_bytes,
+       pg_relation_size('search_rows_keys') AS keys_bytes,
        pg_relation_size('search_rows_pkey') AS pkey_bytes,
        (SELECT sum(end_seconds - start_seconds) FROM search_rows) AS audio_seconds,
        (SELECT count(*) FROM search_rows WHERE n > 0) AS segments;

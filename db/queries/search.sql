@@ -2,11 +2,15 @@
 -- statement is bounded by owner_id, the count included.
 
 -- name: search_page
--- One page of the owner's hits, best first, and how many there are. The text is parsed once per
+-- One page of the owner's hits, best first, and how many there are, counted up to `candidates`
+-- + 1 (more matches are reported as that many, "at least"). The text is parsed once per
 -- configuration, and a row is matched by the query parsed with its own configuration (so
 -- "конвейер" finds "конвейера" in a Russian record and "running" finds "run" in an English one);
--- the last word typed, if any, is also a prefix. Snippets (ts_headline
--- re-parses the text) are made for the page only.
+-- the last word typed, if any, is also a prefix. Rows are found by the owner's keys
+-- (search_rows_keys, migration 50): every configuration's parse, or'ed, with the owner's id on
+-- each lexeme. At most `candidates` + 1 matching rows are read, in the index's order (oldest
+-- stored first), and the page is the best of them by rank: of all the matches, unless more
+-- match. Snippets (ts_headline re-parses the text) are made for the page only.
 WITH parsed AS MATERIALIZED (
     SELECT c.config, websearch_to_tsquery(c.config, search_normal(%(text)s)) AS plain,
            numnode(websearch_to_tsquery(c.config, search_normal(%(prefix)s))) > 0 AS last_word_kept
@@ -20,25 +24,32 @@ WITH parsed AS MATERIALIZED (
                                     '( \&:* | ''' || search_normal(%(prefix)s) || ''':* )')::tsquery
            END AS words
     FROM parsed
-), hits AS MATERIALIZED (
+    WHERE numnode(plain) > 0
+), keyed AS MATERIALIZED (
+    -- what the index is asked: the rows any configuration's parse may match (each distinct parse
+    -- once); NULL, which matches nothing, when every word is a stop word in every configuration
+    SELECT search_owner_query(%(owner_id)s, string_agg(DISTINCT '(' || words::text || ')', ' | ')::tsquery)
+           AS keys
+    FROM asked
+), candidates AS MATERIALIZED (
     SELECT s.record_id, s.n, s.start_seconds, s.end_seconds, s.config, a.words AS asked,
            ts_rank(s.words, a.words) AS rank
-    -- the owner's rows, read by owner_id and each tested against its configuration's query:
-    -- OFFSET 0 keeps the word test out of the scan, so no plan reads the whole archive's
-    -- GIN entries of a common word (or a short prefix) to keep one owner's few
-    FROM (SELECT * FROM search_rows WHERE owner_id = %(owner_id)s OFFSET 0) s
+    FROM search_rows s
     JOIN asked a ON s.config = a.config AND s.words @@ a.words
     JOIN records r ON r.id = s.record_id
-    WHERE (%(stage)s::text IS NULL OR r.stage = %(stage)s)
+    WHERE search_keys(s.owner_id, s.words) @@ (SELECT keys FROM keyed)
+      AND s.owner_id = %(owner_id)s
+      AND (%(stage)s::text IS NULL OR r.stage = %(stage)s)
       AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
+    LIMIT %(candidates)s + 1
 ), page AS (
-    SELECT * FROM hits
+    SELECT * FROM candidates
     ORDER BY rank DESC, record_id DESC, n
-    LIMIT %(limit)s OFFSET %(offset)s
+    LIMIT least(%(limit)s, greatest(%(candidates)s - %(offset)s, 0)) OFFSET %(offset)s  -- no page past the count
 )
-SELECT (SELECT count(*) FROM hits) AS total,
+SELECT (SELECT count(*) FROM candidates) AS total,
        p.record_id, p.n, p.start_seconds, p.end_seconds, p.rank,
        c.title, c.stage,
        ts_headline(p.config, search_normal(s.body), p.asked,
