@@ -11,12 +11,16 @@
 -- owner ever said, BENCHMARKS.md, Search). The keys are computed from the stored tsvector (no
 -- text is parsed again), once when a row is written.
 
--- The index keys of an owner's row.
+-- The index keys of an owner's row: its lexemes joined into one string by spaces (which no
+-- lexeme has: the parser splits words on them), each with the owner's id in front, and split
+-- again; with the owner's id alone, and no "42:" of an empty row. Plain string functions, no
+-- subquery: half the cost of unnesting the lexemes, measured on the done save.
 CREATE FUNCTION search_keys(owner_id bigint, words tsvector) RETURNS tsvector
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    SELECT array_to_tsvector(array_append(
-        array(SELECT owner_id::text || ':' || lexeme FROM unnest(tsvector_to_array(words)) AS lexeme),
-        owner_id::text))
+    SELECT array_to_tsvector(array_remove(string_to_array(
+        owner_id::text || ' ' || owner_id::text || ':'
+            || array_to_string(tsvector_to_array(words), ' ' || owner_id::text || ':'),
+        ' '), owner_id::text || ':'))
 $$;
 
 -- A query (as websearch_to_tsquery gives it) over the owner's keys: each lexeme of it, quoted in

@@ -90,13 +90,18 @@ SELECT id FROM saved;
 -- written, the diarize step's row queued when speakers are wanted, and the converted audio let go. The blob let go is returned: it is deleted right after, in bounded batches (the
 -- orphan sweep finds it if a crash comes in between). `old` is the row as this statement found
 -- it. The owned fields' SET list is filled in by db/queries.py (assignments).
-WITH saved AS (
+WITH said AS MATERIALIZED (
+    -- the record's segments in recording order, read from its windows once for both the text
+    -- and the search rows (only the fields used: a segment's words and their times stay unread)
+    SELECT row_number() OVER (ORDER BY w.from_seconds, e.n)::int AS n, e.start, e."end", e.text
+    FROM record_windows w,
+         ROWS FROM (jsonb_to_recordset(w.segments) AS (start float8, "end" float8, text text))
+             WITH ORDINALITY AS e(start, "end", text, n)
+    WHERE w.record_id = %(id)s
+), saved AS (
     UPDATE records r
     SET {owned},
-        transcript = (SELECT coalesce(string_agg(e.segment->>'text', ' ' ORDER BY w.from_seconds, e.n), '')
-                      FROM record_windows w,
-                           jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
-                      WHERE w.record_id = r.id),
+        transcript = (SELECT coalesce(string_agg(text, ' ' ORDER BY n), '') FROM said),
         converted_blob_id = NULL,
         stage = %(target)s,
         stage_entered_at = now(),
@@ -127,11 +132,8 @@ WITH saved AS (
            concat_ws(' ', s.title, s.summary, array_to_string(s.topics, ' '))
     FROM saved s
     UNION ALL
-    SELECT s.id, row_number() OVER (ORDER BY w.from_seconds, e.n)::int, s.owner_id,
-           (e.segment->>'start')::float8, (e.segment->>'end')::float8, search_config(s.language),
-           coalesce(e.segment->>'text', '')
-    FROM saved s JOIN record_windows w ON w.record_id = s.id,
-         jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
+    SELECT s.id, d.n, s.owner_id, d.start, d."end", search_config(s.language), coalesce(d.text, '')
+    FROM saved s, said d
     ON CONFLICT (record_id, n) DO UPDATE
     SET start_seconds = excluded.start_seconds, end_seconds = excluded.end_seconds,
         config = excluded.config, body = excluded.body
