@@ -2,12 +2,14 @@
 pipeline's own statements (checkpoints, then the done save), searched through the API in-process."""
 from __future__ import annotations
 
+import threading
 from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import settings
+from conftest import settings, wait_until
+from db.queries import query
 from domain.search import MAX_COUNTED
 from searching import done_record
 from web.app import create_app
@@ -103,6 +105,28 @@ def test_deleted_and_other_owners_records_are_never_found(store, world):
     answer = search(alice, "pipeline")
     assert found(answer) == [(kept, 83.0)] and answer.json()["total"] == 1
     assert store.db.one("SELECT count(*) AS n FROM search_rows WHERE record_id = %s", (gone,))["n"] == 0
+
+
+def test_a_deletion_waiting_on_an_edit_in_flight_leaves_no_search_rows(store, world):
+    """Issue 18 §Index (migration 50: the rows go with their record by a trigger, not a foreign
+    key): the owner's edit writes the record's search row in a transaction still open while a
+    deletion of the record starts; the deletion waits for it, and once both are done the
+    record's words are found nowhere and no search row of it is left."""
+    _, search, alice, _, ids = world
+    record = done_record(store, ids["alice"], TALK, title="Weekly")
+    with store.db.transaction() as conn:
+        conn.execute(query("edit_record"), {"id": record, "owner_id": ids["alice"], "title": "Renamed weekly",
+                                            "summary": None, "topics": None})
+        deleting = threading.Thread(target=store.delete_record, args=(record, ids["alice"]),
+                                    kwargs={"by": "alice", "role": "owner"})
+        deleting.start()
+        wait_until(lambda: store.db.one(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND strpos(query, 'DELETE FROM records') > 0")["n"], 30)
+    deleting.join(30)
+    assert not deleting.is_alive()
+    assert found(search(alice, "renamed ")) == [] and found(search(alice, "pipeline")) == []
+    assert store.db.one("SELECT count(*) AS n FROM search_rows WHERE record_id = %s", (record,))["n"] == 0
 
 
 def test_pages_and_filters(store, world):

@@ -7,10 +7,11 @@
 -- configuration, and a row is matched by the query parsed with its own configuration (so
 -- "конвейер" finds "конвейера" in a Russian record and "running" finds "run" in an English one);
 -- the last word typed, if any, is also a prefix. Rows are found by the owner's keys
--- (search_rows_keys, migration 50): every configuration's parse, or'ed, with the owner's id on
--- each lexeme. At most `candidates` + 1 matching rows are read, in the index's order (oldest
--- stored first), and the page is the best of them by rank: of all the matches, unless more
--- match. Snippets (ts_headline re-parses the text) are made for the page only.
+-- (search_rows_keys, migration 50): every configuration's parse, with the owner's id and the
+-- configuration on each lexeme, or'ed. At most `candidates` + 1 matching rows are read, in the
+-- index's order (oldest stored first), and the page is the best of them by rank: of all the
+-- matches, unless more match. Snippets (ts_headline re-parses the text) are made for the page
+-- only.
 WITH parsed AS MATERIALIZED (
     SELECT c.config, websearch_to_tsquery(c.config, search_normal(%(text)s)) AS plain,
            numnode(websearch_to_tsquery(c.config, search_normal(%(prefix)s))) > 0 AS last_word_kept
@@ -26,18 +27,21 @@ WITH parsed AS MATERIALIZED (
     FROM parsed
     WHERE numnode(plain) > 0
 ), keyed AS MATERIALIZED (
-    -- what the index is asked: the rows any configuration's parse may match (each distinct parse
-    -- once); NULL, which matches nothing, when every word is a stop word in every configuration
-    SELECT search_owner_query(%(owner_id)s, string_agg(DISTINCT '(' || words::text || ')', ' | ')::tsquery)
-           AS keys
-    FROM asked
+    -- what the index is asked: each configuration's parse over the keys of the owner's rows of
+    -- that configuration, or'ed (NULL, which matches nothing, when every word is a stop word in
+    -- every configuration); with the owner's own key when nothing else can be looked up (only
+    -- negated words)
+    SELECT CASE WHEN querytree(q) = 'T' THEN %(owner_id)s::bigint::text::tsquery && q ELSE q END AS keys
+    FROM (SELECT string_agg('(' || search_owner_query(%(owner_id)s, config, words)::text || ')', ' | ')::tsquery
+          FROM asked) AS o(q)
 ), candidates AS MATERIALIZED (
     SELECT s.record_id, s.n, s.start_seconds, s.end_seconds, s.config, a.words AS asked,
            ts_rank(s.words, a.words) AS rank
     FROM search_rows s
-    JOIN asked a ON s.config = a.config AND s.words @@ a.words
+    CROSS JOIN LATERAL (SELECT words FROM asked WHERE asked.config = s.config) AS a
     JOIN records r ON r.id = s.record_id
-    WHERE search_keys(s.owner_id, s.words) @@ (SELECT keys FROM keyed)
+    WHERE search_keys(s.owner_id, s.config, s.words) @@ (SELECT keys FROM keyed)
+      AND s.words @@ a.words
       AND s.owner_id = %(owner_id)s
       AND (%(stage)s::text IS NULL OR r.stage = %(stage)s)
       AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
