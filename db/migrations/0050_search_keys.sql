@@ -14,7 +14,9 @@
 -- BENCHMARKS.md, Search). The keys are made from the stored tsvector (no text is parsed again),
 -- once when a row is written.
 
--- What each key of an owner's rows of a configuration starts with.
+-- What each key of an owner's rows of a configuration starts with. The configuration is its place
+-- in search_configs(): a configuration added there later goes at its end (or the index is
+-- rebuilt), so that the keys already written keep their meaning.
 CREATE FUNCTION search_key_prefix(owner_id bigint, config regconfig) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     SELECT owner_id::text || '.' || coalesce(array_position(search_configs(), config), 0)::text || ':'
