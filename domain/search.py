@@ -13,6 +13,10 @@ from dataclasses import dataclass
 MAX_QUERY_CHARS = 1000      # longer text is refused (422): no one types a longer query
 MAX_QUERY_WORDS = 64        # so is text of more words: each is a term every candidate row is tested for
 MARK_START, MARK_STOP = "<mark>", "</mark>"   # around matched words in a snippet
+# hits counted and ranked at most: past it, the count is "at least" this many and the page is the
+# best of this many (a common word of an owner of 100 hours matches tens of thousands of segments;
+# reading and ranking them all costs more than the 50 ms a search may take, BENCHMARKS.md, Search)
+MAX_COUNTED = 1000
 
 _QUOTES = str.maketrans({"«": '"', "»": '"', "“": '"', "”": '"', "„": '"'})  # typographic quotes quote too
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")

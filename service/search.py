@@ -7,21 +7,24 @@ from datetime import date
 
 from db import Store
 from domain.card import links
-from domain.search import QueryProblem, parse
+from db.search import Counted
+from domain.search import MAX_COUNTED, QueryProblem, parse
 
-__all__ = ["QueryProblem", "hits"]
+__all__ = ["Counted", "QueryProblem", "hits"]
 
 
 def hits(store: Store, owner_id: int, raw: str, *, limit: int, offset: int = 0, stage: str | None = None,
          topic: str | None = None, since: date | None = None, until: date | None = None,
-         speaker: str | None = None) -> tuple[list[dict], int]:
-    """One page of the owner's hits for the text `raw`, best first, and how many there are.
-    `speaker` (a label or a name the owner gave) keeps that speaker's segments only. QueryProblem
-    (with a message for the person who typed it) when the text is not a query."""
+         speaker: str | None = None) -> tuple[list[dict], Counted]:
+    """One page of the owner's hits for the text `raw`, best first, and how many there are (up
+    to MAX_COUNTED; past it, "at least" that many, and the page is the best of that many found).
+    `speaker` (a label or a name the owner gave) keeps that speaker's segments only.
+    QueryProblem (with a message for the person who typed it) when the text is not a query."""
     asked = parse(raw)
-    rows, total = store.search(owner_id, asked.text, asked.prefix, limit=limit, offset=offset, stage=stage,
-                               topic=topic, since=since, until=until, speaker=(speaker or "").strip() or None)
-    return [_hit(row) for row in rows], total
+    rows, counted = store.search(owner_id, asked.text, asked.prefix, limit=limit, offset=offset, stage=stage,
+                                 topic=topic, since=since, until=until, speaker=(speaker or "").strip() or None,
+                                 counted=MAX_COUNTED)
+    return [_hit(row) for row in rows], counted
 
 
 def _hit(row: dict) -> dict:

@@ -2,12 +2,15 @@
 pipeline's own statements (checkpoints, then the done save), searched through the API in-process."""
 from __future__ import annotations
 
+import threading
 from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import settings
+from conftest import settings, wait_until
+from db.queries import query
+from domain.search import MAX_COUNTED
 from searching import done_record
 from web.app import create_app
 
@@ -104,6 +107,28 @@ def test_deleted_and_other_owners_records_are_never_found(store, world):
     assert store.db.one("SELECT count(*) AS n FROM search_rows WHERE record_id = %s", (gone,))["n"] == 0
 
 
+def test_a_deletion_waiting_on_an_edit_in_flight_leaves_no_search_rows(store, world):
+    """Issue 18 §Index (migration 50: the rows go with their record by a trigger, not a foreign
+    key): the owner's edit writes the record's search row in a transaction still open while a
+    deletion of the record starts; the deletion waits for it, and once both are done the
+    record's words are found nowhere and no search row of it is left."""
+    _, search, alice, _, ids = world
+    record = done_record(store, ids["alice"], TALK, title="Weekly")
+    with store.db.transaction() as conn:
+        conn.execute(query("edit_record"), {"id": record, "owner_id": ids["alice"], "title": "Renamed weekly",
+                                            "summary": None, "topics": None})
+        deleting = threading.Thread(target=store.delete_record, args=(record, ids["alice"]),
+                                    kwargs={"by": "alice", "role": "owner"})
+        deleting.start()
+        wait_until(lambda: store.db.one(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND strpos(query, 'DELETE FROM records') > 0")["n"], 30)
+    deleting.join(30)
+    assert not deleting.is_alive()
+    assert found(search(alice, "renamed ")) == [] and found(search(alice, "pipeline")) == []
+    assert store.db.one("SELECT count(*) AS n FROM search_rows WHERE record_id = %s", (record,))["n"] == 0
+
+
 def test_pages_and_filters(store, world):
     """Issue 18 §API: limit/offset pages with `next`, and the stage, topic and from/to filters."""
     app, search, alice, _, ids = world
@@ -120,6 +145,40 @@ def test_pages_and_filters(store, world):
     assert found(search(alice, "alpha ", to="2000-01-01")) == []
     assert len(found(search(alice, "alpha ", **{"from": "2000-01-01"}))) == 3
     assert search(alice, "alpha", stage="nonsense").status_code == 422
+
+
+def test_a_count_past_a_thousand_is_capped_and_says_so(store, world):
+    """Issue 18 §Speed: hits are counted up to 1,000; past that, `total` is 1000 with
+    `total_capped` true, and the pages stop at the 1,000th hit (another owner's 1,001 matching
+    segments never count for the owner's own query). Under 1,000 the count is exact and not
+    capped."""
+    app, search, alice, bob, ids = world
+    many = [(i * 2.0, i * 2.0 + 2.0, f"routine standup number {i}") for i in range(MAX_COUNTED + 1)]
+    record = done_record(store, ids["alice"], many + [(5000.0, 5002.0, "rare standup remark")], windows=3)
+    done_record(store, ids["bob"], many)
+    page = search(alice, "standup ", limit=100).json()
+    assert page["total"] == MAX_COUNTED and page["total_capped"] is True and len(page["items"]) == 100
+    assert {item["record"]["id"] for item in page["items"]} == {record}
+    last = search(alice, "standup ", limit=100, offset=MAX_COUNTED - 100).json()
+    assert len(last["items"]) == 100 and last["next"] is None
+    assert search(alice, "standup ", limit=100, offset=MAX_COUNTED).json()["items"] == []
+    exact = search(alice, "rare standup ").json()
+    assert exact["total"] == 1 and exact["total_capped"] is False
+    assert found(search(alice, "rare standup ")) == [(record, 5000.0)]
+    assert search(bob, "rare ").json()["total"] == 0
+
+
+def test_only_negated_words_find_the_owners_other_segments(store, world):
+    """Issue 18 §API: a query of negated words only (`-pipeline`) is a query the index cannot
+    look a word up for; it finds the owner's segments without the word, and none of another
+    owner's."""
+    _, search, alice, bob, ids = world
+    record = done_record(store, ids["alice"], TALK)
+    done_record(store, ids["bob"], [(0.0, 3.0, "bob's words")])
+    starts = {start for _, start in found(search(alice, "-pipeline"))}
+    assert starts == {None, 0.0, 5.0, 88.5}    # the title row (empty here) too, but not 83.0
+    assert {r for r, _ in found(search(alice, "-pipeline"))} == {record}
+    assert {start for _, start in found(search(bob, "-pipeline"))} == {None, 0.0}
 
 
 HOSTILE = [

@@ -76,4 +76,4 @@ def test_words_said_at_a_second_are_found_there(make_api, narrator, tmp_path, la
     hit = found["items"][0]
     assert hit["start"] <= SAID_AT < hit["end"] and "<mark>" in hit["snippet"]
     assert api.http.get("/search", params={"q": query}, headers=api.auth(bob)).json() == {
-        "items": [], "total": 0, "next": None}
+        "items": [], "total": 0, "total_capped": False, "next": None}

@@ -16,14 +16,14 @@ def cmd_search(args, settings) -> int:
     if owner is None:
         raise UserError(f"no owner named {args.owner!r}")
     try:
-        found, total = hits(store, owner["id"], args.query, limit=args.limit, speaker=args.speaker)
+        found, (total, capped) = hits(store, owner["id"], args.query, limit=args.limit, speaker=args.speaker)
     except QueryProblem as problem:
         raise UserError(str(problem)) from None
     for hit in found:
         snippet = " ".join(hit["snippet"].replace(MARK_START, "[").replace(MARK_STOP, "]").split())
         print(f"{hit['record']['id']}  {clock(hit['start'])}  {snippet}")
     if total > len(found):
-        print(f"({len(found)} of {total} hits shown; --limit shows more)")
+        print(f"({len(found)} of {'more than ' if capped else ''}{total} hits shown; --limit shows more)")
     return 0
 
 

@@ -35,16 +35,18 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
                                            description="only what this speaker said: a label (S1) or the "
                                                        "name the owner gave it")):
         """The caller's segments (and titles, summaries, topics) that match `q`, best first; each
-        hit names its record, its time and a snippet with the matched words in `<mark>`."""
+        hit names its record, its time and a snippet with the matched words in `<mark>`. `total`
+        counts up to 1,000 hits: when more match, it is 1000 with `total_capped` true, and the
+        pages are the best of the first 1,000 found."""
         if len(q) > MAX_QUERY_CHARS:
             raise ApiError(422, "query_too_long", f"a query has at most {MAX_QUERY_CHARS} characters")
         for name, value in (("topic", topic), ("speaker", speaker)):
             if value is not None and inputs.text_problem(value):
                 raise ApiError(422, f"bad_{name}", f"{name} {inputs.text_problem(value)}")
         try:
-            items, total = hits(store, who["id"], q, limit=limit, offset=offset,
-                                stage=stage.value if stage else None, topic=topic, since=from_, until=to,
-                                speaker=speaker)
+            items, (total, capped) = hits(store, who["id"], q, limit=limit, offset=offset,
+                                          stage=stage.value if stage else None, topic=topic, since=from_,
+                                          until=to, speaker=speaker)
         except QueryProblem as problem:
             raise ApiError(422, "bad_query", str(problem)) from None
         following = offset + len(items)
@@ -52,7 +54,7 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
         if following < total:
             next_page = page_address("/search", q=q, limit=limit, offset=following, stage=stage and stage.value,
                                       topic=topic, speaker=speaker, **{"from": from_, "to": to})
-        return {"items": items, "total": total, "next": next_page}
+        return {"items": items, "total": total, "total_capped": capped, "next": next_page}
 
     return routes
 

@@ -86,9 +86,13 @@ ANALYZE search_rows;
 SELECT owner_id, body FROM search_rows TABLESAMPLE BERNOULLI (%(percent)s)
 WHERE n > 0 AND (%(owner_id)s::bigint IS NULL OR owner_id = %(owner_id)s) LIMIT %(count)s;
 
+-- name: bench_search_merge
+-- The search index's pending list merged into the index (what a later insert or vacuum does).
+SELECT gin_clean_pending_list('search_rows_keys'::regclass) AS pages;
+
 -- name: bench_search_size
 SELECT pg_total_relation_size('search_rows') AS total_bytes, pg_relation_size('search_rows') AS heap_bytes,
-       pg_relation_size('search_rows_owner') AS owner_bytes,
+       pg_relation_size('search_rows_keys') AS keys_bytes,
        pg_relation_size('search_rows_pkey') AS pkey_bytes,
        (SELECT sum(end_seconds - start_seconds) FROM search_rows) AS audio_seconds,
        (SELECT count(*) FROM search_rows WHERE n > 0) AS segments;

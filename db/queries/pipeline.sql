@@ -90,13 +90,18 @@ SELECT id FROM saved;
 -- written, the diarize step's row queued when speakers are wanted, and the converted audio let go. The blob let go is returned: it is deleted right after, in bounded batches (the
 -- orphan sweep finds it if a crash comes in between). `old` is the row as this statement found
 -- it. The owned fields' SET list is filled in by db/queries.py (assignments).
-WITH saved AS (
+WITH said AS MATERIALIZED (
+    -- the record's segments in recording order, read from its windows once for both the text
+    -- and the search rows (only the fields used: a segment's words and their times stay unread)
+    SELECT row_number() OVER (ORDER BY w.from_seconds, e.n)::int AS n, e.start, e."end", e.text
+    FROM record_windows w,
+         ROWS FROM (jsonb_to_recordset(w.segments) AS (start float8, "end" float8, text text))
+             WITH ORDINALITY AS e(start, "end", text, n)
+    WHERE w.record_id = %(id)s
+), saved AS (
     UPDATE records r
     SET {owned},
-        transcript = (SELECT coalesce(string_agg(e.segment->>'text', ' ' ORDER BY w.from_seconds, e.n), '')
-                      FROM record_windows w,
-                           jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
-                      WHERE w.record_id = r.id),
+        transcript = (SELECT coalesce(string_agg(text, ' ' ORDER BY n), '') FROM said),
         converted_blob_id = NULL,
         stage = %(target)s,
         stage_entered_at = now(),
@@ -110,7 +115,7 @@ WITH saved AS (
     FROM records old
     WHERE r.id = %(id)s AND r.claim_token = %(token)s AND old.id = r.id
     RETURNING r.id, r.stage, old.converted_blob_id AS released_blob_id,
-              r.owner_id, r.language, r.title, r.summary, r.topics, r.speakers_wanted
+              r.owner_id, search_config(r.language) AS config, r.title, r.summary, r.topics, r.speakers_wanted
 ), speakers AS (
     -- who spoke when is wanted (the service diarizes and the upload did not say off): the
     -- diarize step's row, queued by the same statement (record_speakers, migration 38)
@@ -119,22 +124,19 @@ WITH saved AS (
     FROM saved s
     WHERE %(diarize)s AND s.speakers_wanted <> 'off'
     ON CONFLICT (record_id) DO NOTHING
-), indexed AS (
+), headed AS (
     -- the record becomes searchable by the same statement (search_rows, migration 33): a row for
-    -- its title, summary and topics, and one per segment in the order the text was assembled
+    -- its title, summary and topics (an upsert: the owner's edit may have written it first)...
     INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
-    SELECT s.id, 0, s.owner_id, NULL, NULL, search_config(s.language),
-           concat_ws(' ', s.title, s.summary, array_to_string(s.topics, ' '))
+    SELECT s.id, 0, s.owner_id, NULL, NULL, s.config, concat_ws(' ', s.title, s.summary, array_to_string(s.topics, ' '))
     FROM saved s
-    UNION ALL
-    SELECT s.id, row_number() OVER (ORDER BY w.from_seconds, e.n)::int, s.owner_id,
-           (e.segment->>'start')::float8, (e.segment->>'end')::float8, search_config(s.language),
-           coalesce(e.segment->>'text', '')
-    FROM saved s JOIN record_windows w ON w.record_id = s.id,
-         jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
-    ON CONFLICT (record_id, n) DO UPDATE
-    SET start_seconds = excluded.start_seconds, end_seconds = excluded.end_seconds,
-        config = excluded.config, body = excluded.body
+    ON CONFLICT (record_id, n) DO UPDATE SET config = excluded.config, body = excluded.body
+), indexed AS (
+    -- ...and one per segment in the order the text was assembled: written by this save alone,
+    -- once (a record is done once), so a plain insert (an upsert's check costs a tenth more)
+    INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
+    SELECT s.id, d.n, s.owner_id, d.start, d."end", s.config, coalesce(d.text, '')
+    FROM saved s, said d
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT id, 'pipeline', 'advanced', stage, jsonb_build_object('claim_token', %(token)s::bigint)

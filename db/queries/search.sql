@@ -2,11 +2,16 @@
 -- statement is bounded by owner_id, the count included.
 
 -- name: search_page
--- One page of the owner's hits, best first, and how many there are. The text is parsed once per
+-- One page of the owner's hits, best first, and how many there are, counted up to `candidates`
+-- + 1 (more matches are reported as that many, "at least"). The text is parsed once per
 -- configuration, and a row is matched by the query parsed with its own configuration (so
 -- "конвейер" finds "конвейера" in a Russian record and "running" finds "run" in an English one);
--- the last word typed, if any, is also a prefix. Snippets (ts_headline
--- re-parses the text) are made for the page only.
+-- the last word typed, if any, is also a prefix. Rows are found by the owner's keys
+-- (search_rows_keys, migration 50): every configuration's parse, with the owner's id and the
+-- configuration on each lexeme, or'ed. At most `candidates` + 1 matching rows are read, in the
+-- index's order (oldest stored first), and the page is the best of them by rank: of all the
+-- matches, unless more match. Snippets (ts_headline re-parses the text) are made for the page
+-- only.
 WITH parsed AS MATERIALIZED (
     SELECT c.config, websearch_to_tsquery(c.config, search_normal(%(text)s)) AS plain,
            numnode(websearch_to_tsquery(c.config, search_normal(%(prefix)s))) > 0 AS last_word_kept
@@ -20,6 +25,15 @@ WITH parsed AS MATERIALIZED (
                                     '( \&:* | ''' || search_normal(%(prefix)s) || ''':* )')::tsquery
            END AS words
     FROM parsed
+    WHERE numnode(plain) > 0
+), keyed AS MATERIALIZED (
+    -- what the index is asked: each configuration's parse over the keys of the owner's rows of
+    -- that configuration, or'ed (NULL, which matches nothing, when every word is a stop word in
+    -- every configuration); with the owner's own key when nothing else can be looked up (only
+    -- negated words)
+    SELECT CASE WHEN querytree(q) = 'T' THEN %(owner_id)s::bigint::text::tsquery && q ELSE q END AS keys
+    FROM (SELECT string_agg('(' || search_owner_query(%(owner_id)s, config, words)::text || ')', ' | ')::tsquery
+          FROM asked) AS o(q)
 ), named AS MATERIALIZED (
     -- the labels of the owner's records whose owner gave the speaker asked for that name (any
     -- case): a few rows, read by the owner's index, so each search row's test is an array overlap
@@ -27,28 +41,29 @@ WITH parsed AS MATERIALIZED (
     FROM records r, jsonb_each_text(r.speaker_names) AS e(key, name)
     WHERE %(speaker)s::text IS NOT NULL AND r.owner_id = %(owner_id)s AND lower(e.name) = lower(%(speaker)s)
     GROUP BY r.id
-), hits AS MATERIALIZED (
+), candidates AS MATERIALIZED (
     SELECT s.record_id, s.n, s.start_seconds, s.end_seconds, s.config, a.words AS asked,
            ts_rank(s.words, a.words) AS rank
-    -- the owner's rows, read by owner_id and each tested against its configuration's query:
-    -- OFFSET 0 keeps the word test out of the scan, so no plan reads the whole archive's
-    -- GIN entries of a common word (or a short prefix) to keep one owner's few
-    FROM (SELECT * FROM search_rows WHERE owner_id = %(owner_id)s OFFSET 0) s
-    JOIN asked a ON s.config = a.config AND s.words @@ a.words
+    FROM search_rows s
+    CROSS JOIN LATERAL (SELECT words FROM asked WHERE asked.config = s.config) AS a
     JOIN records r ON r.id = s.record_id
     LEFT JOIN named nm ON nm.record_id = s.record_id
-    WHERE (%(stage)s::text IS NULL OR r.stage = %(stage)s)
+    WHERE search_keys(s.owner_id, s.config, s.words) @@ (SELECT keys FROM keyed)
+      AND s.words @@ a.words
+      AND s.owner_id = %(owner_id)s
+      AND (%(stage)s::text IS NULL OR r.stage = %(stage)s)
       AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
       -- a speaker (migration 60): by label (S1), or by the name the owner gave it (named)
       AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = ANY (s.speakers) OR s.speakers && nm.labels)
+    LIMIT %(candidates)s + 1
 ), page AS (
-    SELECT * FROM hits
+    SELECT * FROM candidates
     ORDER BY rank DESC, record_id DESC, n
-    LIMIT %(limit)s OFFSET %(offset)s
+    LIMIT least(%(limit)s, greatest(%(candidates)s - %(offset)s, 0)) OFFSET %(offset)s  -- no page past the count
 )
-SELECT (SELECT count(*) FROM hits) AS total,
+SELECT (SELECT count(*) FROM candidates) AS total,
        p.record_id, p.n, p.start_seconds, p.end_seconds, p.rank,
        c.title, c.stage,
        ts_headline(p.config, search_normal(s.body), p.asked,

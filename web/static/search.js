@@ -43,7 +43,7 @@ function searchView() {
     const only = who ? `&speaker=${encodeURIComponent(who)}` : "";
     const answer = await api("GET", `/search?limit=${SEARCH_PAGE}&q=${encodeURIComponent(q)}${only}`);
     if (!answer.ok) { replace(results, el("p", { class: "error" }, reasonOf(answer))); return; }
-    const { items, total } = answer.data;
+    const { items, total, total_capped: capped } = answer.data;
     if (!items.length) { replace(results, el("p", { class: "muted", id: "search-none" }, t("search_none"))); return; }
     const groups = new Map();
     for (const item of items) {
@@ -51,7 +51,7 @@ function searchView() {
       groups.get(item.record.id).hits.push(item);
     }
     replace(results,
-      el("p", { class: "muted", id: "search-total" }, t("search_total", { shown: items.length, total })),
+      el("p", { class: "muted", id: "search-total" }, t(capped ? "search_total_capped" : "search_total", { shown: items.length, total })),
       [...groups.values()].map((group) => el("div", { class: "hit-group", id: "hits-" + group.record.id },
         el("h3", {}, el("a", { href: `/view/${group.record.id}` },
                         group.record.title || t("untitled", { id: group.record.id }))),
