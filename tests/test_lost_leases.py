@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, add_record, drop_queue, kinds, policy, settings
+from conftest import ROOT, add_record, drop_queue, kinds, policy, settings, wait_until
 from domain.card import card
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.policy import StepPolicy
@@ -16,7 +16,7 @@ from domain.resume import resume
 from domain.stages import Step
 from audio.windows import windows
 from media import encode, speech_pcm
-from test_workers import REDIS_DB, Processes, _listening, wait_for
+from test_workers import REDIS_DB, Processes, _listening
 
 
 def expire_lease(db, record_id):
@@ -197,8 +197,8 @@ def test_claims_that_saved_a_checkpoint_are_not_lost_work(store, owner, env, tmp
             busy.unlink(missing_ok=True)
             worker = processes.start(worker_env, "-m", "dramatiq", "actors", "window_hook",
                                      "--processes", "1", "--threads", "1", log=stderr)
-            wait_for(lambda: busy.exists() or worker.poll() is not None or _settled(store.read_record(record_id)),
-                     300)
+            wait_until(lambda: busy.exists() or worker.poll() is not None or _settled(store.read_record(record_id)),
+                       300)
             if store.read_record(record_id)["stage"] != "done":
                 processes.kill(worker)  # by its PID's process group: the worker dies after a window
                 kills += 1
