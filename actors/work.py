@@ -28,7 +28,8 @@ def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event
     if step is Step.DIARIZE:
         return diarize_once(store, settings, stop)
     started = time.monotonic()
-    outcome = _run_once(store, settings, step, stop)
+    with store.db.pinned():  # the run's claim, read, checkpoints and save share one connection
+        outcome = _run_once(store, settings, step, stop)
     metrics.step_ran(step.value, None if outcome is NO_WORK else outcome.value, time.monotonic() - started)
     return outcome
 

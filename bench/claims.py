@@ -71,9 +71,19 @@ def together(claimers: int, body) -> float:
 
 
 def service_cycles(store: Store) -> None:
-    while (claim := store.claim(Step.CONVERT, POLICY)) is not NO_WORK:
+    while service_cycle(store):
+        pass
+
+
+def service_cycle(store: Store) -> bool:
+    """One cycle as `actors.work.run_once` makes it: its statements on one pinned connection."""
+    with store.db.pinned():
+        claim = store.claim(Step.CONVERT, POLICY)
+        if claim is NO_WORK:
+            return False
         store.read_record(claim.record_id)
         assert store.save_result(claim, FIELDS)
+        return True
 
 
 def bare_statements(conn: psycopg.Connection) -> tuple[bytes, bytes, bytes]:

@@ -1,7 +1,8 @@
 -- Statements the benchmarks (bench/) use to set up their scratch databases; never the service.
 
 -- name: bench_reset
-TRUNCATE events, record_windows, records RESTART IDENTITY;
+-- Every table that refers to records (upload keys, search rows, speakers…) goes with them.
+TRUNCATE events, record_windows, records RESTART IDENTITY CASCADE;
 
 -- name: bench_fill
 -- `count` records at stage created, accepted in this order, sharing one audio blob.
