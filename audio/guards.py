@@ -127,6 +127,18 @@ def suppress(segments: list[dict], voice: list[tuple[float, float]]) -> tuple[li
     return kept, suppressed
 
 
+# Whisper's own log_prob_threshold: below it Whisper would decode again at a higher temperature.
+# A strict decoding is already the second chance of a window with implausible text, and its
+# unlikely segments get no third: on base under AVX2 kernels, mfa_uhuh's strict decoding wrote
+# "of the" (average log-probability -1.6) and "I'm not sure I'll" (-1.1), words nobody said.
+LEAST_STRICT_LOGPROB = -1.0
+
+
+def confident(segments: list[dict]) -> list[dict]:
+    """The segments of a strict decoding that the decoder itself finds likely enough to keep."""
+    return [s for s in segments if s.get("avg_logprob", 0.0) >= LEAST_STRICT_LOGPROB]
+
+
 def _overlap(a: dict, b: dict) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
