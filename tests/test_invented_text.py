@@ -46,6 +46,9 @@ def test_more_words_than_people_speak_is_implausible():
     assert implausible(segment(invented, 0.0, 3.0), voice) == TOO_FAST
     assert implausible(segment("yes yes no I do it now", 0.0, 0.8), voice) is None  # 7 words: not sustained
     assert implausible(segment("I think this is fine, and it is said at a normal pace.", 0.0, 3.0), voice) is None
+    # 14 words in 2.2 s of voice (tiny.en on a fast real phrase under GENERIC kernels): quick, not sustained
+    fast = "And I think it's like this is so open to where it's right here."
+    assert implausible(segment(fast, 1.28, 3.46), [(0.94, 3.98)]) is None
     squeezed = {"start": 2.0, "end": 2.9, "text": "Thank you very much.",
                 "words": [{"word": w, "start": 2.9, "end": 2.9} for w in "Thank you very much.".split()]}
     squeezed["words"][0]["start"] = 2.0  # the first word takes the segment's time, the rest none
