@@ -74,7 +74,8 @@ def cut_repeats(segments: list[dict]) -> list[dict]:
 # (a voice-activity detector's speech spans, in seconds from the window's start) and time.
 
 FASTEST_WORDS_PER_SECOND = 6.0   # faster than people speak, sustained
-SUSTAINED_WORDS = 8              # a rate is judged over at least this many words
+SUSTAINED_WORDS = 8              # a rate is judged over at least this many words ...
+SUSTAINED_SECONDS = 3.0          # ... and this much voice: a fast phrase of 2 s is not sustained
 SQUEEZED_WORDS = 3               # of this many timed words or more, ...
 SHORTEST_WORD = 0.05             # ... most lasting less than this were not said
 HESITATIONS = frozenset("uh um uhm hm hmm mm er erm ah eh".split())
@@ -104,7 +105,7 @@ def implausible(segment: dict, voice: list[tuple[float, float]]) -> str | None:
     if segment.get("cut"):
         return TOO_FAST  # the decoding ran into its cap in tokens (audio.whisper): no one says that much
     words = len(segment["words"]) or len(segment["text"].split())
-    if words >= SUSTAINED_WORDS and words / max(voiced, 1.0) > FASTEST_WORDS_PER_SECOND:
+    if words >= SUSTAINED_WORDS and words / max(voiced, SUSTAINED_SECONDS) > FASTEST_WORDS_PER_SECOND:
         return TOO_FAST
     timed = [w for w in segment["words"] if _comparable(w["word"]) not in HESITATIONS]  # "uh" is quick
     if len(timed) >= SQUEEZED_WORDS and 2 * sum(w["end"] - w["start"] < SHORTEST_WORD for w in timed) > len(timed):
@@ -125,6 +126,18 @@ def suppress(segments: list[dict], voice: list[tuple[float, float]]) -> tuple[li
         else:
             suppressed.append({"start": segment["start"], "end": segment["end"], "reason": reason})
     return kept, suppressed
+
+
+# Whisper's own log_prob_threshold: below it Whisper would decode again at a higher temperature.
+# A strict decoding is already the second chance of a window with implausible text, and its
+# unlikely segments get no third: on base under AVX2 kernels, mfa_uhuh's strict decoding wrote
+# "of the" (average log-probability -1.6) and "I'm not sure I'll" (-1.1), words nobody said.
+LEAST_STRICT_LOGPROB = -1.0
+
+
+def confident(segments: list[dict]) -> list[dict]:
+    """The segments of a strict decoding that the decoder itself finds likely enough to keep."""
+    return [s for s in segments if s.get("avg_logprob", 0.0) >= LEAST_STRICT_LOGPROB]
 
 
 def _overlap(a: dict, b: dict) -> bool:

@@ -7,7 +7,7 @@ in a loop or text invented over silence, is handled by the guards (audio.guards)
 """
 from __future__ import annotations
 
-from audio.guards import cut_repeats, fill_in, loops, suppress
+from audio.guards import confident, cut_repeats, fill_in, loops, suppress
 from audio.recognized import Recognized, rounded_seconds
 
 SAMPLE_RATE = 16000
@@ -17,6 +17,12 @@ SAMPLE_RATE = 16000
 # little (a looping 7 s window took 35 CPU seconds to write its 448 tokens).
 TOKENS_PER_SECOND = 10
 MOST_TOKENS = 440  # Whisper's own limit is 448 tokens, prompt included
+# Where the voice detector (Silero) hears a voice: a speech probability of 0.25 or more. Its
+# usual threshold, 0.5, hears none in whispered speech (the MFA whispers peak at 0.3 to 0.7 and
+# mostly stay under 0.4), and the guard then dropped real words; silence and room noise stay
+# under 0.1. Music-like tones reach 0.6 at either threshold: the decoder and the guard's other
+# tests keep them wordless (tests/test_invented_text.py).
+VOICE = dict(threshold=0.25)
 
 
 class WhisperEngine:
@@ -28,15 +34,15 @@ class WhisperEngine:
     its repeated tail is cut (`cut_repeats`). A window with a segment no one could have said
     (`audio.guards.implausible`: text over no voice, faster than people speak, or looping) is
     decoded again strictly, on its voiced parts only (Silero VAD) with repeats forbidden, still at
-    temperature 0; the strict decoding's plausible segments fill the holes (`fill_in`), and a
-    hole none fills is dropped and listed in `suppressed`.
+    temperature 0; the strict decoding's plausible and likely segments (`confident`) fill the
+    holes (`fill_in`), and a hole none fills is dropped and listed in `suppressed`.
     """
 
     name = "faster-whisper"
     OPTIONS = dict(beam_size=5, temperature=0.0, vad_filter=False, condition_on_previous_text=False,
                    word_timestamps=True)
     RETRY_OPTIONS = dict(no_repeat_ngram_size=4)  # what the second decoding of a looping window adds
-    STRICT_OPTIONS = dict(vad_filter=True, no_repeat_ngram_size=4)  # ... and of an implausible one
+    STRICT_OPTIONS = dict(vad_filter=True, vad_parameters=VOICE, no_repeat_ngram_size=4)  # ... and of an implausible one
 
     def __init__(self, model: str, device: str = "cpu", threads: int = 0, download_root: str | None = None):
         from faster_whisper import WhisperModel  # loaded only where this engine is built: it is heavy
@@ -63,7 +69,7 @@ class WhisperEngine:
         if suppressed:
             strict = self._guarded(audio, language, **prompted, **self.STRICT_OPTIONS,
                                    max_new_tokens=_most_tokens(voiced))
-            strict, _ = suppress(strict.segments, voice)
+            strict, _ = suppress(confident(strict.segments), voice)
             kept, suppressed = fill_in(kept, suppressed, strict)
         return Recognized([_plain(s) for s in kept], result.language, result.language_probability, suppressed)
 
@@ -102,7 +108,7 @@ def voice_spans(audio) -> list[tuple[float, float]]:
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
     return [(span["start"] / SAMPLE_RATE, span["end"] / SAMPLE_RATE)
-            for span in get_speech_timestamps(audio, VadOptions())]
+            for span in get_speech_timestamps(audio, VadOptions(**VOICE))]
 
 
 def _most_tokens(seconds: float) -> int:

@@ -86,6 +86,7 @@ class Heard:
     language: str | None    # the language used or detected
     wall: float             # seconds spent recognising (model loading excluded)
     cpu: float              # process CPU seconds in that time, every thread counted
+    suppressed: list        # what the engine's guards dropped: {"start", "end", "reason"} per span
 
 
 # (pcm: 16 kHz mono s16 bytes of one recording, language or None) -> Heard
@@ -122,13 +123,14 @@ def open_recognizer(recognizer: Recognizer) -> Recognize:
         engine = WhisperEngine(resolve(recognizer.model, data.CACHE / "models"), "cpu", threads=2)
 
     def recognize(pcm: bytes, language: str | None) -> Heard:
-        texts, detected = [], None
+        texts, detected, suppressed = [], None, []
         with _Clock() as clock:
             for _, window in windows([pcm]):
                 result = engine.recognize(window, language, recognizer.prompt)
                 texts.extend(segment["text"] for segment in result.segments)
                 detected = detected or result.language
-        return Heard(" ".join(texts), detected, clock.wall, clock.cpu)
+                suppressed.extend(result.suppressed)
+        return Heard(" ".join(texts), detected, clock.wall, clock.cpu, suppressed)
 
     return recognize
 
@@ -144,6 +146,7 @@ def measure(recognizer: Recognizer, utterances: list[dict], runs: int) -> dict:
         recognize = open_recognizer(recognizer)
     texts: list[str] = []
     detected: list[str | None] = []
+    suppressed: list[list] = []
     passes = []
     stable = True
     for run in range(runs):
@@ -155,12 +158,13 @@ def measure(recognizer: Recognizer, utterances: list[dict], runs: int) -> dict:
             if run == 0:
                 texts.append(heard.text)
                 detected.append(heard.language)
+                suppressed.append(heard.suppressed)
             elif heard.text != texts[number]:
                 stable = False
         passes.append((total_wall, total_cpu))
     return {
         "audio_seconds": sum(len(pcm) for pcm in audio) / BYTES_PER_SECOND,
-        "texts": texts, "detected": detected, "same_text_every_run": stable,
+        "texts": texts, "detected": detected, "suppressed": suppressed, "same_text_every_run": stable,
         "wall_seconds": [w for w, _ in passes], "cpu_seconds": [c for _, c in passes],
         "load_wall_seconds": load.wall, "load_cpu_seconds": load.cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -188,7 +192,8 @@ def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int
         os.environ.update(saved)
     most_words = 0.0
     per_utterance, total, by_kind, by_speaker = [], NONE, {}, {}
-    for utterance, text, language in zip(utterances, measured["texts"], measured["detected"]):
+    for utterance, text, language, dropped in zip(utterances, measured["texts"], measured["detected"],
+                                                  measured["suppressed"]):
         errors = score(utterance.reference, text)
         most_words = max(most_words, len(normalise(text)) / max(1, errors.reference_words))
         total = total + errors
@@ -197,7 +202,7 @@ def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int
         per_utterance.append({"id": utterance.id, "kind": utterance.kind, "speaker": utterance.speaker,
                               "reference": " ".join(normalise(utterance.reference)),
                               "hypothesis": " ".join(normalise(text)), "raw_hypothesis": text,
-                              "detected_language": language, **_errors(errors)})
+                              "detected_language": language, "suppressed": dropped, **_errors(errors)})
     seconds = measured["audio_seconds"]
     wall, cpu = statistics.median(measured["wall_seconds"]), statistics.median(measured["cpu_seconds"])
     label = recognizer.label if isa == "native" else f"{recognizer.label} ({isa})"
