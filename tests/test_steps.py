@@ -7,7 +7,7 @@ import time
 import pytest
 
 from actors.work import Outcome, run_once
-from conftest import WordASecond, add_record, kinds, policy, settings, work_until_idle
+from conftest import WordASecond, add_record, kinds, policy, settings, wait_until, work_until_idle
 from domain.claims import Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -199,6 +199,10 @@ def test_recognizer_process_death_is_a_failed_attempt(store, owner, tmp_path):
     assert result["outcome"] == Outcome.FAILED
     row = store.read_record(record_id)
     assert row["failures"] == 1 and "recognizer process ended" in kinds_detail(store, record_id)
+    # every child of this process was killed, this thread's idle one too: once they are all gone
+    # (a SIGKILL takes a moment to land on a busy machine), the next run starts a new child
+    wait_until(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children), 60,
+               what="the killed children to end")
     assert run_once(store, s, Step.RECOGNIZE) == Outcome.SAVED
     assert store.read_record(record_id)["stage"] == "done"
 
