@@ -138,6 +138,8 @@ def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path, monkeypat
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
     monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond(pause=2.0))
     worker, result = recognize_in_background(store, s, record_id, wait_for_progress=False)
+    # the step's own claim first: a rival asking before it would simply be the step
+    wait_until(lambda: "claimed" in kinds(store, record_id)[2:], 60, what="the step's claim")
     rival_claims, leases = [], set()
     while worker.is_alive():
         leases.add(store.read_record(record_id)["lease_expires_at"])
