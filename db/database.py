@@ -82,7 +82,10 @@ class Database:
         try:
             yield
         finally:
-            self._pool.putconn(self._pinned.__dict__.pop("conn"))
+            # gone already when a lost connection's replacement could not be had (connection())
+            conn = self._pinned.__dict__.pop("conn", None)
+            if conn is not None:
+                self._pool.putconn(conn)
 
     def one(self, statement: Query, params: Params | None = None) -> dict | None:
         """Run one statement as its own transaction (a single round trip); its first row."""
