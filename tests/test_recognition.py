@@ -19,7 +19,7 @@ from audio.decode import BYTES_PER_SECOND, pcm16k
 from audio.engines import engine
 from audio.isolation import RecognizerError
 from audio.windows import WINDOW_SECONDS, end_of, start_byte, windows
-from conftest import ROOT, kinds, settings, wait_until, work_until_idle
+from conftest import ROOT, kinds, recognizer_children, settings, wait_until, work_until_idle
 from domain.stages import Step
 from media import encode, speech_pcm
 
@@ -28,11 +28,6 @@ RUSSIAN = ROOT / "tests" / "data" / "ru.ogg"  # synthetic Russian speech (espeak
 
 def accept(store, owner, path, **options):
     return store.accept(owner["id"], [path.read_bytes()], source_name=path.name, **options)
-
-
-def recognizer_children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True)
-            if "audio.recognizer_process" in " ".join(p.cmdline())]
 
 
 def checkpoints(store, record_id) -> list[dict]:
@@ -248,12 +243,12 @@ def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):
     record_id = accept(store, owner, encode(tmp_path / "speech.flac", "flac"))
     s = settings(engine="pocketsphinx", recognizer_timeout_seconds=30, backoff_seconds=0)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
-    earlier = {p.pid for p in recognizer_children()}
+    earlier = {p.pid for p in recognizer_children(os.getpid())}
     result = {}
     worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, s, Step.RECOGNIZE)))
     worker.start()
     # the run's thread starts a child of its own: stop that one
-    stopped = wait_until(lambda: [p for p in recognizer_children() if p.pid not in earlier], 240, every=0.2, what="the run's child")
+    stopped = wait_until(lambda: [p for p in recognizer_children(os.getpid()) if p.pid not in earlier], 240, every=0.2, what="the run's child")
     for process in stopped:
         process.send_signal(signal.SIGSTOP)
     worker.join(timeout=300)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from actors.work import Outcome, run_once
-from conftest import WordASecond, add_record, kinds, policy, settings, wait_until, work_until_idle
+from conftest import WordASecond, add_record, kinds, policy, recognizer_children, settings, wait_until, work_until_idle
 from domain.claims import Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -186,14 +186,15 @@ def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_pat
 def test_recognizer_process_death_is_a_failed_attempt(store, owner, tmp_path):
     """The recognizer runs in a child process; if it dies mid-recording the run counts as a
     failed attempt (not a halt, not a silent success) and the next run succeeds."""
+    import os
+
     import psutil
 
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=8))
     s = settings(recognize_lease_seconds=3, backoff_seconds=0)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
     worker, result = recognize_in_background(store, s, record_id)
-    children = [p for p in psutil.Process().children(recursive=True)
-                if "audio.recognizer_process" in " ".join(p.cmdline())]
+    children = recognizer_children(os.getpid())
     assert children
     for child in children:
         child.kill()
