@@ -31,7 +31,7 @@ def spec(settings) -> dict:
         return {"engine": "pocketsphinx", "label": "pocketsphinx"}
     models = settings.home / "models"
     return {"engine": "faster-whisper", "model": resolve(settings.whisper_model, models),
-            "device": settings.device, "threads": os.cpu_count() or 1, "download_root": str(models),
+            "device": settings.device, "threads": settings.recognizer_threads or os.cpu_count() or 1, "download_root": str(models),
             "label": f"faster-whisper/{settings.whisper_model}"}
 
 
@@ -53,7 +53,7 @@ def engine(settings):
     child process per worker thread; the remote one speaks HTTP from the worker itself. Its
     `recognize(pcm, language, beat)` recognises one window."""
     key = json.dumps([settings.engine, settings.whisper_model, settings.device, str(settings.home),
-                      settings.openai_base_url, settings.recognizer_timeout_seconds])
+                      settings.openai_base_url, settings.recognizer_timeout_seconds, settings.recognizer_threads])
     with _RECOGNIZERS_LOCK:
         if key not in _RECOGNIZERS:
             if settings.engine == "openai":

@@ -60,6 +60,9 @@ class Settings:
     # how long a recognizer process may take over one window before it is killed; None: a bound
     # that grows with the window's length
     recognizer_timeout_seconds: float | None = None
+    # the CPU threads each recognizer process decodes with; None: as many as the machine has.
+    # A worker with several threads runs a recognizer per thread, each with this many.
+    recognizer_threads: int | None = None
     # where a worker process serves its Prometheus metrics (the first free port from here on)
     metrics_port: int | None = None
     queue: str = DEFAULT_QUEUE
@@ -210,6 +213,8 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         openai_model=env.get("TRANSCRIBER_OPENAI_MODEL", "").strip() or "whisper-1",
         recognizer_timeout_seconds=_number(env, "TRANSCRIBER_RECOGNIZER_TIMEOUT_SECONDS", None, minimum=1,
                                            maximum=DAY),
+        recognizer_threads=_number(env, "TRANSCRIBER_RECOGNIZER_THREADS", None, minimum=1, maximum=1024,
+                                   integer=True),
         metrics_port=_port(env, "TRANSCRIBER_METRICS_PORT"),
         queue=queue_of(env),
         audio_retention_days=_retention_days(env),

@@ -524,6 +524,8 @@ ENV_ROWS = [
     ("TRANSCRIBER_BROKER_URL", "ftp://broker"),
     ("TRANSCRIBER_ENGINE", "nope"),
     ("TRANSCRIBER_LANGUAGE", "klingon"),
+    ("TRANSCRIBER_RECOGNIZER_THREADS", "0"),
+    ("TRANSCRIBER_RECOGNIZER_THREADS", "two"),
 ]
 
 

@@ -36,6 +36,7 @@ def readme_line() -> str:
 
 def quick_start(env: dict) -> str:
     """The quick start's first command as a newcomer runs it; what it prints on stdout."""
+    env = {k: v for k, v in env.items() if k != "TRANSCRIBER_RECOGNIZER_THREADS"}  # a newcomer's default
     done = subprocess.run([sys.executable, "-m", "transcriber.cli", "transcribe", str(SAMPLE)],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

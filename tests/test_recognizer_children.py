@@ -88,3 +88,20 @@ def test_signals_end_the_children_and_their_folders(env, tmp_path):
             assert run.returncode != 0 and not _folders(run.pid)
         else:
             assert sweep_stale_folders() >= 1 and not _folders(run.pid)
+
+
+def test_a_recognizer_decodes_with_the_threads_the_setting_gives():
+    """TRANSCRIBER_RECOGNIZER_THREADS: a recognizer child built with 3 decoding threads runs more
+    threads than one built with 1 (on this 2-CPU machine the default would give both 2)."""
+    from audio import engines
+    from conftest import settings
+
+    counts = {}
+    for threads in (1, 3):
+        engine = engines.IsolatedEngine(engines.spec(settings(recognizer_threads=threads)))
+        try:
+            engine.recognize(speech_pcm()[:64000], "en")
+            counts[threads] = psutil.Process(engine.pid).num_threads()
+        finally:
+            engine.close()
+    assert counts[3] >= counts[1] + 2, counts
