@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -30,13 +31,26 @@ PORT_VARIABLE = "TRANSCRIBER_METRICS_PORT"
 PREFIX = "transcriber-metrics-"
 
 
-def _started(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), '' where it cannot be read."""
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name (Linux); [] where it cannot be read."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _started(pid: int) -> str:
+    """The process's start time in clock ticks since boot, '' where it cannot be read."""
+    fields = _stat(pid)
+    return fields[19] if fields else ""
+
+
+def _siblings(parent: int) -> list[int]:
+    """The other live children of `parent` (the run's main process): its worker processes."""
+    parent, me = str(parent), os.getpid()
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and int(entry.name) != me
+            and (fields := _stat(int(entry.name))) and fields[1] == parent and fields[0] != "Z"]
 
 
 def run_directory(main_pid: int | None = None) -> Path:
@@ -113,7 +127,8 @@ def export() -> int:
     from prometheus_client import CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector
 
-    directory = run_directory()
+    main = os.getppid()
+    directory = run_directory(main)
     directory.mkdir(exist_ok=True)
     sweep_stale_runs()
     registry = CollectorRegistry()
@@ -124,4 +139,17 @@ def export() -> int:
         while True:
             time.sleep(3600)
     finally:  # dramatiq stops a fork with SystemExit on SIGTERM
-        shutil.rmtree(directory, ignore_errors=True)
+        _remove_after_the_workers(directory, main)
+
+
+def _remove_after_the_workers(directory: Path, main: int, seconds: float = 30.0) -> None:
+    """Remove the run's directory once its worker processes are gone: they stop at the same
+    signal, and one still stopping may write a file into it (a count of its last moments), which
+    would leave the directory behind after a removal that ran first. A second SIGTERM (the main
+    process passes on the one a whole process group got) would end this process at once, half
+    way: it is ignored from here on."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    deadline = time.monotonic() + seconds
+    while _siblings(main) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    shutil.rmtree(directory, ignore_errors=True)
