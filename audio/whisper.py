@@ -24,7 +24,7 @@ MOST_TOKENS = 440  # Whisper's own limit is 448 tokens, prompt included
 # tests keep them wordless (tests/test_invented_text.py).
 VOICE = dict(threshold=0.25)
 # float32, not int8, on CPU: the int8 kernels differ by instruction set (AVX-512, AVX2, AVX, none)
-# in how they round, and so did the text. Older CPUs' int8 kernels lost 2-3 points of WER to
+# in how they round, and so did the text. Older CPUs' int8 kernels lost about 2 points of WER to
 # AVX-512's on held-out speech; float32 wrote the same text on every kernel family measured, at
 # about twice the CPU (BENCHMARKS.md, "Per CPU kind").
 CPU_COMPUTE = "float32"
