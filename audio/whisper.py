@@ -26,7 +26,7 @@ VOICE = dict(threshold=0.25)
 # float32, not int8, on CPU: the int8 kernels differ by instruction set (AVX-512, AVX2, AVX, none)
 # in how they round, and so did the text. Older CPUs' int8 kernels lost about 2 points of WER to
 # AVX-512's on held-out speech; float32 wrote the same text on every kernel family measured, at
-# about twice the CPU (BENCHMARKS.md, "Per CPU kind").
+# 2 to 2.5 times the CPU and some 100 MB more memory (BENCHMARKS.md, "Per CPU kind").
 CPU_COMPUTE = "float32"
 
 
