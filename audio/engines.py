@@ -32,6 +32,7 @@ def spec(settings) -> dict:
     models = settings.home / "models"
     return {"engine": "faster-whisper", "model": resolve(settings.whisper_model, models),
             "device": settings.device, "threads": settings.recognizer_threads or os.cpu_count() or 1, "download_root": str(models),
+            "compute": settings.compute_type,
             "label": f"faster-whisper/{settings.whisper_model}"}
 
 
@@ -40,7 +41,8 @@ def build(spec: dict) -> Engine:
     if spec["engine"] == "pocketsphinx":
         return PocketsphinxEngine()
     if spec["engine"] == "faster-whisper":
-        return WhisperEngine(spec["model"], spec["device"], spec["threads"], spec.get("download_root"))
+        return WhisperEngine(spec["model"], spec["device"], spec["threads"], spec.get("download_root"),
+                             spec.get("compute"))
     raise ValueError(f"unknown local engine {spec['engine']!r}")
 
 
@@ -53,7 +55,8 @@ def engine(settings):
     child process per worker thread; the remote one speaks HTTP from the worker itself. Its
     `recognize(pcm, language, beat)` recognises one window."""
     key = json.dumps([settings.engine, settings.whisper_model, settings.device, str(settings.home),
-                      settings.openai_base_url, settings.recognizer_timeout_seconds, settings.recognizer_threads])
+                      settings.openai_base_url, settings.recognizer_timeout_seconds, settings.recognizer_threads,
+                      settings.compute_type])
     with _RECOGNIZERS_LOCK:
         if key not in _RECOGNIZERS:
             if settings.engine == "openai":

@@ -23,15 +23,17 @@ MOST_TOKENS = 440  # Whisper's own limit is 448 tokens, prompt included
 # under 0.1. Music-like tones reach 0.6 at either threshold: the decoder and the guard's other
 # tests keep them wordless (tests/test_invented_text.py).
 VOICE = dict(threshold=0.25)
-# float32, not int8, on CPU: the int8 kernels differ by instruction set (AVX-512, AVX2, AVX, none)
-# in how they round, and so did the text. Older CPUs' int8 kernels lost about 2 points of WER to
-# AVX-512's on held-out speech; float32 wrote the same text on every kernel family measured, at
-# 2 to 2.5 times the CPU and some 100 MB more memory (BENCHMARKS.md, "Per CPU kind").
-CPU_COMPUTE = "float32"
+# How the weights are computed with (TRANSCRIBER_COMPUTE_TYPE), by device when unset: int8 on CPU,
+# float16 on CUDA. CTranslate2's int8 matrix products use kernels of the CPU's instruction set
+# (AVX-512, AVX2, AVX, none), which round differently, and so does the text: older CPUs' int8
+# lost about 2 points of WER to AVX-512's on held-out speech. float32 wrote the same text on every
+# kernel family measured, at 2 to 2.5 times the CPU and some 100 MB more memory (BENCHMARKS.md,
+# "Per CPU kind"): the choice of a service that needs one text on every machine, not the default.
+DEFAULT_COMPUTE = {"cpu": "int8", "cuda": "float16"}
 
 
 class WhisperEngine:
-    """faster-whisper (CTranslate2): float32 on CPU, float16 on CUDA; beam search at temperature 0
+    """faster-whisper (CTranslate2): int8 on CPU, float16 on CUDA unless told otherwise; beam search at temperature 0
     only, each window on its own (no conditioning on a previous window's text).
 
     A window whose text loops (`loops`: it compresses better than LOOP_COMPRESSION, Whisper's
@@ -49,10 +51,11 @@ class WhisperEngine:
     RETRY_OPTIONS = dict(no_repeat_ngram_size=4)  # what the second decoding of a looping window adds
     STRICT_OPTIONS = dict(vad_filter=True, vad_parameters=VOICE, no_repeat_ngram_size=4)  # ... and of an implausible one
 
-    def __init__(self, model: str, device: str = "cpu", threads: int = 0, download_root: str | None = None):
+    def __init__(self, model: str, device: str = "cpu", threads: int = 0, download_root: str | None = None,
+                 compute: str | None = None):
         from faster_whisper import WhisperModel  # loaded only where this engine is built: it is heavy
 
-        compute = CPU_COMPUTE if device == "cpu" else "float16"
+        compute = compute or DEFAULT_COMPUTE[device]
         self.model = WhisperModel(model, device=device, compute_type=compute, cpu_threads=threads,
                                   download_root=download_root)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Accuracy and speed of each engine and model on real speech with reference transcripts.
 
-    .venv/bin/python bench/accuracy.py [--runs N] [--json PATH] [--only LABEL ...] [--isa KIND ...]
+    .venv/bin/python bench/accuracy.py [--runs N] [--json PATH] [--only LABEL ...] [--isa KIND ...] [--compute float32]
     .venv/bin/python bench/accuracy.py --prompt-effect [--runs N]
 
 For each recognizer: word error rate on normalised text (bench/wer.py) with its
@@ -116,11 +116,13 @@ def open_recognizer(recognizer: Recognizer) -> Recognize:
     from audio.sphinx import PocketsphinxEngine
     from audio.whisper import WhisperEngine
     from audio.windows import windows
+    from service import config
 
     if recognizer.engine == "pocketsphinx":
         engine = PocketsphinxEngine()
     else:
-        engine = WhisperEngine(resolve(recognizer.model, data.CACHE / "models"), "cpu", threads=2)
+        engine = WhisperEngine(resolve(recognizer.model, data.CACHE / "models"), "cpu", threads=2,
+                               compute=config.load().compute_type)
 
     def recognize(pcm: bytes, language: str | None) -> Heard:
         texts, detected, suppressed = [], None, []
@@ -205,9 +207,10 @@ def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int
                               "detected_language": language, "suppressed": dropped, **_errors(errors)})
     seconds = measured["audio_seconds"]
     wall, cpu = statistics.median(measured["wall_seconds"]), statistics.median(measured["cpu_seconds"])
-    label = recognizer.label if isa == "native" else f"{recognizer.label} ({isa})"
+    compute = os.environ.get("TRANSCRIBER_COMPUTE_TYPE") if recognizer.engine == "faster-whisper" else None
+    label = recognizer.label + "".join(f" ({part})" for part in (compute, isa if isa != "native" else None) if part)
     result = {
-        "label": label, **asdict(recognizer), "isa": isa, "recordings": len(utterances),
+        "label": label, **asdict(recognizer), "isa": isa, "compute": compute or "default", "recordings": len(utterances),
         "audio_seconds": round(seconds, 2), **_errors(total), "most_words_per_reference_word": round(most_words, 2),
         "wer_by_kind": {kind: _errors(errors) for kind, errors in sorted(by_kind.items())},
         "wer_by_speaker": {who: _errors(errors) for who, errors in sorted(by_speaker.items())},
@@ -253,7 +256,11 @@ def main() -> None:
                         help='the MFA "registers" set without and with prompt="Montreal Forced Aligner"')
     parser.add_argument("--isa", nargs="*", default=["native"], choices=sorted(CPU_KINDS),
                         help="CPU kinds to run each recognizer as (emulated through CTranslate2/oneDNN)")
+    parser.add_argument("--compute", choices=("int8", "float32"), default=None,
+                        help="what faster-whisper computes with (TRANSCRIBER_COMPUTE_TYPE; default: the service's, int8)")
     args = parser.parse_args()
+    if args.compute:
+        os.environ["TRANSCRIBER_COMPUTE_TYPE"] = args.compute  # the recognizers' child processes read it
     sets = data.prepare()
     sets["registers"] = [u for u in sets["en"] if u.kind == "registers"]
     catalogue = PROMPT_RECOGNIZERS if args.prompt_effect else RECOGNIZERS

@@ -68,3 +68,13 @@ def test_the_quick_start_reads_the_same_on_an_older_cpu(env, cpu, request):
         needs_long(request, "the quick start on GENERIC kernels")
     printed = quick_start({**env, **OLDER_CPUS[cpu]})
     assert words_apart(readme_line(), printed) <= 1, printed
+
+
+def test_float32_prints_the_same_line_on_an_older_cpu(env):
+    """Issue 15 §1: with TRANSCRIBER_COMPUTE_TYPE=float32 the quick start prints the same text
+    under emulated AVX2 kernels as under this machine's own (int8's differ by a word here), and
+    that text is the README's line up to one word."""
+    float32 = {**env, "TRANSCRIBER_COMPUTE_TYPE": "float32"}
+    native = quick_start(float32)
+    assert words_apart(readme_line(), native) <= 1, native
+    assert quick_start({**float32, **OLDER_CPUS["AVX2"]}) == native
