@@ -11,10 +11,10 @@ from typing import Iterator
 import psycopg
 from loguru import logger
 from psycopg.abc import Params, Query
-from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from db.queries import migrations, query
+from db.rows import dict_row
 from domain.redact import redact_url
 
 CONNECT_TIMEOUT_SECONDS = 10
@@ -24,6 +24,23 @@ class DatabaseUnavailable(RuntimeError):
     """The database could not be reached within a bounded wait."""
 
 
+class PooledConnection(psycopg.Connection):
+    """A pooled connection that keeps one cursor for `Database.one`'s statements: a cursor costs
+    more client CPU than a row of 36 columns, and a worker's claim cycle runs three statements
+    (issue 16 §6). It holds the last row it read until the next statement, no more."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.statement_cursor: psycopg.Cursor | None = None
+
+    def one(self, statement: Query, params: Params | None = None) -> dict | None:
+        """Run one statement; its first row."""
+        cursor = self.statement_cursor
+        if cursor is None:
+            self.statement_cursor = cursor = self.cursor()
+        return cursor.execute(statement, params).fetchone()
+
+
 class Database:
     """A pool of connections to one database. Every connection returns rows as dicts."""
 
@@ -31,6 +48,7 @@ class Database:
         self.url = url
         self._pool = ConnectionPool(
             url,
+            connection_class=PooledConnection,
             min_size=1,
             max_size=max_size,
             # autocommit: a statement run on its own is its own transaction, one round trip with
@@ -59,38 +77,32 @@ class Database:
         """A connection outside any transaction: each statement on it is its own transaction,
         sent in a single round trip. For statements that need not commit together. Inside
         `pinned`, the thread's own connection."""
-        conn = getattr(self._pinned, "conn", None)
-        if conn is None:
+        if getattr(self._pinned, "conn", None) is None:
             return self._pool.connection()
-        if conn.broken or conn.closed:
-            # lost meanwhile (a restarted server): back to the pool, which replaces it
-            self._pool.putconn(self._pinned.__dict__.pop("conn"))
-            self._pinned.conn = conn = self._pool.getconn()
-        return contextlib.nullcontext(conn)
+        return contextlib.nullcontext(self._pinned_connection())
 
-    @contextlib.contextmanager
-    def pinned(self) -> Iterator[None]:
-        """Within this block, every `connection()` of this thread is one and the same pooled
-        connection, taken once: a worker's claim, read and save cost one pool checkout instead
-        of three (issue 16 §6; the checkout and return were a quarter of the claim cycle's
-        client CPU). `transaction()` still takes a connection of its own. Nested blocks share
-        the outermost one's connection."""
-        if getattr(self._pinned, "conn", None) is not None:
-            yield
-            return
-        self._pinned.conn = self._pool.getconn()
-        try:
-            yield
-        finally:
-            # gone already when a lost connection's replacement could not be had (connection())
-            conn = self._pinned.__dict__.pop("conn", None)
-            if conn is not None:
-                self._pool.putconn(conn)
+    def pinned(self) -> contextlib.AbstractContextManager[None]:
+        """Within this block, every `connection()` and `one()` of this thread is on one and the
+        same pooled connection, taken once: a worker's claim, read and save cost one pool
+        checkout instead of three (issue 16 §6; the checkout and return were a quarter of the
+        claim cycle's client CPU). `transaction()` still takes a connection of its own. Nested
+        blocks share the outermost one's connection."""
+        return _Pinned(self._pool, self._pinned)
 
     def one(self, statement: Query, params: Params | None = None) -> dict | None:
         """Run one statement as its own transaction (a single round trip); its first row."""
-        with self.connection() as conn:
-            return conn.execute(statement, params).fetchone()
+        if getattr(self._pinned, "conn", None) is None:
+            with self._pool.connection() as conn:
+                return conn.one(statement, params)
+        return self._pinned_connection().one(statement, params)
+
+    def _pinned_connection(self) -> PooledConnection:
+        conn = self._pinned.conn
+        if conn.closed:  # broken ones too
+            # lost meanwhile (a restarted server): back to the pool, which replaces it
+            self._pool.putconn(self._pinned.__dict__.pop("conn"))
+            self._pinned.conn = conn = self._pool.getconn()
+        return conn
 
     def close(self) -> None:
         self._pool.close()
@@ -130,6 +142,25 @@ class Database:
         except (psycopg.Error, PoolTimeout):
             return False
 
+
+class _Pinned:
+    """`Database.pinned`'s block: a class rather than a generator, which costs a claim cycle
+    more to enter and leave."""
+
+    def __init__(self, pool: ConnectionPool, pinned: threading.local):
+        self._pool, self._state, self._outermost = pool, pinned, False
+
+    def __enter__(self) -> None:
+        if getattr(self._state, "conn", None) is None:
+            self._state.conn = self._pool.getconn()
+            self._outermost = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outermost:
+            # gone already when a lost connection's replacement could not be had (connection())
+            conn = self._state.__dict__.pop("conn", None)
+            if conn is not None:
+                self._pool.putconn(conn)
 
 
 def embedded_url(home: Path) -> str:
