@@ -11,6 +11,7 @@ from typing import Iterator
 import psycopg
 from loguru import logger
 from psycopg.abc import Params, Query
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from db.queries import migrations, query
@@ -25,19 +26,27 @@ class DatabaseUnavailable(RuntimeError):
 
 
 class PooledConnection(psycopg.Connection):
-    """A pooled connection that keeps one cursor for `Database.one`'s statements: a cursor costs
-    more client CPU than a row of 36 columns, and a worker's claim cycle runs three statements
-    (issue 16 §6). It holds the last row it read until the next statement, no more."""
+    """A pooled connection that keeps a cursor for each statement given to `Database.one` as
+    bytes (`db.queries.text`: the claim cycle's). A cursor run again on its statement reuses what
+    it set up for that statement's parameters and rows the time before; the fresh cursor of each
+    `Connection.execute` cost the claim cycle more client instructions than all its rows, and one
+    cursor shared by the cycle's three statements still a tenth more than one each (issue 16
+    §6). A kept cursor holds its statement's last row until its next run, no more."""
+
+    KEPT_CURSORS = 32  # the claim cycle's statements are a handful; more are not kept
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.statement_cursor: psycopg.Cursor | None = None
+        self.statement_cursors: dict[tuple[bytes, bool], psycopg.Cursor] = {}
 
-    def one(self, statement: Query, params: Params | None = None) -> dict | None:
-        """Run one statement; its first row."""
-        cursor = self.statement_cursor
+    def one(self, statement: Query, params: Params | None = None, *, positional: bool = False):
+        """Run one statement; its first row (see `Database.one`)."""
+        kept = isinstance(statement, bytes)
+        cursor = self.statement_cursors.get((statement, positional)) if kept else None
         if cursor is None:
-            self.statement_cursor = cursor = self.cursor()
+            cursor = self.cursor(row_factory=tuple_row) if positional else self.cursor()
+            if kept and len(self.statement_cursors) < self.KEPT_CURSORS:
+                self.statement_cursors[statement, positional] = cursor
         return cursor.execute(statement, params).fetchone()
 
 
@@ -77,9 +86,10 @@ class Database:
         """A connection outside any transaction: each statement on it is its own transaction,
         sent in a single round trip. For statements that need not commit together. Inside
         `pinned`, the thread's own connection."""
-        if getattr(self._pinned, "conn", None) is None:
+        conn = getattr(self._pinned, "conn", None)
+        if conn is None:
             return self._pool.connection()
-        return contextlib.nullcontext(self._pinned_connection())
+        return contextlib.nullcontext(self._replace_pinned() if conn.closed else conn)
 
     def pinned(self) -> contextlib.AbstractContextManager[None]:
         """Within this block, every `connection()` and `one()` of this thread is on one and the
@@ -89,19 +99,23 @@ class Database:
         blocks share the outermost one's connection."""
         return _Pinned(self._pool, self._pinned)
 
-    def one(self, statement: Query, params: Params | None = None) -> dict | None:
-        """Run one statement as its own transaction (a single round trip); its first row."""
-        if getattr(self._pinned, "conn", None) is None:
+    def one(self, statement: Query, params: Params | None = None, *, positional: bool = False):
+        """Run one statement as its own transaction (a single round trip); its first row, a dict,
+        or with `positional` a tuple in the statement's column order: cheaper to make, for the
+        claim cycle's statements whose few columns the caller unpacks."""
+        conn = getattr(self._pinned, "conn", None)
+        if conn is None:
             with self._pool.connection() as conn:
-                return conn.one(statement, params)
-        return self._pinned_connection().one(statement, params)
+                return conn.one(statement, params, positional=positional)
+        if conn.closed:
+            conn = self._replace_pinned()
+        return conn.one(statement, params, positional=positional)
 
-    def _pinned_connection(self) -> PooledConnection:
-        conn = self._pinned.conn
-        if conn.closed:  # broken ones too
-            # lost meanwhile (a restarted server): back to the pool, which replaces it
-            self._pool.putconn(self._pinned.__dict__.pop("conn"))
-            self._pinned.conn = conn = self._pool.getconn()
+    def _replace_pinned(self) -> PooledConnection:
+        """The pinned connection was lost meanwhile (a restarted server; broken ones are closed
+        too): back to the pool, which replaces it, and a fresh one in its place."""
+        self._pool.putconn(self._pinned.__dict__.pop("conn"))
+        self._pinned.conn = conn = self._pool.getconn()
         return conn
 
     def close(self) -> None:

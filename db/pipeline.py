@@ -57,11 +57,12 @@ class Pipeline:
             "time_limit_seconds": policy.time_limit_seconds,
         }
         while True:
-            row = self.db.one(text("claim"), params)
+            row = self.db.one(text("claim"), params, positional=True)
             if row is None:
                 return NO_WORK
-            claim = Claim(row["id"], row["claim_token"], step)
-            halt_cause = _halt_on_claim(row, step, policy)
+            record_id, token, overdue, lost_leases = row  # the statement's columns, in its order
+            claim = Claim(record_id, token, step)
+            halt_cause = _halt_on_claim(overdue, lost_leases, step, policy)
             if halt_cause is not None:
                 with self.db.connection() as conn:
                     self._halt(conn, claim, *halt_cause, add_failures=0)
@@ -71,10 +72,10 @@ class Pipeline:
                 # below its level before reading them, where a bind builds a logger every claim.
                 logger.debug("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds,
                              record_id=claim.record_id, stage=step.source, event="claimed")
-                if row["lost_leases"]:
+                if lost_leases:
                     record_log(claim.record_id, step.source, "claimed").warning(
                         "record {}: {} earlier claim(s) for {} ran out of lease with nothing written (worker "
-                        "lost); it is halted at {}", claim.record_id, row["lost_leases"], step, policy.max_lost_leases)
+                        "lost); it is halted at {}", claim.record_id, lost_leases, step, policy.max_lost_leases)
                 return claim
             self._log_halt(claim, step.source, *halt_cause)
 
@@ -93,13 +94,13 @@ class Pipeline:
         statement = _save_statement(tuple(fields), done)
         params = {f"f_{name}": _as_parameter(value) for name, value in fields.items()}
         params.update(id=claim.record_id, token=claim.token, target=target.value, diarize=diarize)
-        row = self.db.one(statement, params)
+        row = self.db.one(statement, params, positional=True)  # (id) or, reaching done, (id, released_blob_id)
         if row is None:
             with self.db.connection() as conn:
                 self._refuse(conn, claim, "save")
             return False
-        if done and row["released_blob_id"] is not None:
-            discard_blob(self.db, row["released_blob_id"])
+        if done and row[1] is not None:
+            discard_blob(self.db, row[1])
         # a record done is news for the log; the stages on the way are in the journal (the
         # record's context as keyword arguments, as in `claim`)
         (logger.info if done else logger.debug)("record {} reached {}", claim.record_id, target,
@@ -244,13 +245,14 @@ def _save_statement(columns: tuple[str, ...], done: bool = False) -> bytes:
     return statement.as_string().encode("ascii")
 
 
-def _halt_on_claim(row: dict, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:
-    """Why a record just claimed must be halted by its claimer instead of worked, if it must."""
-    if row["overdue"]:
+def _halt_on_claim(overdue: bool, lost_leases: int, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:
+    """Why a record just claimed must be halted by its claimer instead of worked, if it must:
+    it stayed in its stage past the time limit (`overdue`), or too many of its leases were lost."""
+    if overdue:
         return HaltReason.STAGE_TIME_LIMIT, f"stayed in stage {step.source} longer than {policy.time_limit_seconds:g}s"
-    if policy.worker_lost(row["lost_leases"]):
+    if policy.worker_lost(lost_leases):
         return HaltReason.WORKER_LOST, (
-            f"{row['lost_leases']} claims for {step} ran out of lease with nothing written: its worker died or "
+            f"{lost_leases} claims for {step} ran out of lease with nothing written: its worker died or "
             f"hung each time (TRANSCRIBER_MAX_LOST_LEASES={policy.max_lost_leases})")
     return None
 

@@ -46,6 +46,7 @@ def query(name: str) -> sql.SQL:
     return sql.SQL(_statements()[name])
 
 
+@cache
 def text(name: str) -> bytes:
     """The statement called `name` as bytes, for the statements of every claim cycle. psycopg
     sends bytes as they are; a str it encodes again at each execution, and the new bytes are
@@ -53,11 +54,6 @@ def text(name: str) -> bytes:
     than decoding the cycle's rows (issue 16 §6). A sql.SQL costs more still, converted again
     at every execution. These statements are ASCII, which reads the same in every client
     encoding."""
-    return _bytes(name)
-
-
-@cache
-def _bytes(name: str) -> bytes:
     return _statements()[name].encode("ascii")
 
 

@@ -23,26 +23,28 @@ def dict_row(cursor: psycopg.Cursor[Any]) -> RowMaker[dict[str, Any]]:
     if result is None or not (result.status in _ROWS or (result.status == ExecStatus.COMMAND_OK and result.nfields)):
         return no_result
     raw = tuple(map(result.fname, range(result.nfields)))
-    names = _NAMES.get(raw) or _decoded(raw, cursor)
+    return _MAKERS.get(raw) or _maker(raw, cursor)
 
+
+# a row maker per result shape met so far: a fixed set, the service's own statements
+_MAKERS: dict[tuple[bytes, ...], RowMaker[dict[str, Any]]] = {}
+_KEPT_SHAPES = 512
+
+
+def _maker(raw: tuple[bytes, ...], cursor: psycopg.Cursor[Any]) -> RowMaker[dict[str, Any]]:
+    """The row maker of a shape not met yet. ASCII names read the same in every client
+    encoding, so one decoding serves every connection and is kept; names beyond ASCII are
+    decoded at each result, in their connection's encoding."""
+    if not all(map(bytes.isascii, raw)):
+        return _make_rows(tuple(name.decode(cursor.connection.info.encoding) for name in raw))
+    maker = _make_rows(tuple(name.decode("ascii") for name in raw))
+    if len(_MAKERS) < _KEPT_SHAPES:  # ad hoc statements of other shapes are decoded, not kept
+        _MAKERS[raw] = maker
+    return maker
+
+
+def _make_rows(names: tuple[str, ...]) -> RowMaker[dict[str, Any]]:
     def make_row(values: Sequence[Any]) -> dict[str, Any]:
         return dict(zip(names, values))
 
     return make_row
-
-
-# the decoded names of the result shapes met so far: a fixed set, the service's own statements
-_NAMES: dict[tuple[bytes, ...], tuple[str, ...]] = {}
-_KEPT_SHAPES = 512
-
-
-def _decoded(raw: tuple[bytes, ...], cursor: psycopg.Cursor[Any]) -> tuple[str, ...]:
-    """The names of a shape not met yet. ASCII names read the same in every client encoding, so
-    one decoding serves every connection and is kept; names beyond ASCII are decoded at each
-    result, in their connection's encoding."""
-    if not all(map(bytes.isascii, raw)):
-        return tuple(name.decode(cursor.connection.info.encoding) for name in raw)
-    names = tuple(name.decode("ascii") for name in raw)
-    if len(_NAMES) < _KEPT_SHAPES:  # ad hoc statements of other shapes are decoded, not kept
-        _NAMES[raw] = names
-    return names

@@ -27,3 +27,23 @@ def test_a_failed_statement_leaves_the_next_one_answered(db):
     with pytest.raises(psycopg.errors.DivisionByZero):
         db.one("SELECT 1 / 0 AS a")
     assert db.one("SELECT 3 AS n") == {"n": 3}
+
+
+def test_statements_kept_per_connection_answer_each_with_its_own_row(db):
+    """A statement given as bytes keeps its own cursor on its connection: run in turn with others,
+    by name and by position, pinned or not, each answers with its own row; one that failed
+    answers at its next run."""
+    pair = b"SELECT %(n)s::int AS n, 'pair' AS kind"
+    double = b"SELECT %(n)s::int * 2 AS doubled"
+    divide = b"SELECT 12 / %(n)s::int AS quotient"
+    with db.pinned():
+        for n in (1, 2, 3):
+            assert db.one(pair, {"n": n}) == {"n": n, "kind": "pair"}
+            assert db.one(double, {"n": n}, positional=True) == (2 * n,)
+            assert db.one(pair, {"n": n}, positional=True) == (n, "pair")
+            assert db.one(divide, {"n": n}) == {"quotient": 12 // n}
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            db.one(divide, {"n": 0})
+        assert db.one(divide, {"n": 4}) == {"quotient": 3}
+    assert db.one(pair, {"n": 5}) == {"n": 5, "kind": "pair"}
+    assert db.one(double, {"n": 5}, positional=True) == (10,)
