@@ -50,12 +50,28 @@ class PooledConnection(psycopg.Connection):
         return cursor.execute(statement, params).fetchone()
 
 
+class RecentFirstPool(ConnectionPool):
+    """A pool that hands out the connection returned last, where psycopg's hands out the one
+    idle longest. A lone busy worker beside idle ones then keeps one warm connection and server
+    process instead of taking each of them in turn: in turn, its claim cycles ran 0.7-0.9x as
+    fast as on one connection (issue 16 §6). The connections idle longest stay at the end the
+    pool shrinks from."""
+
+    def _get_ready_connection(self, timeout: float | None) -> PooledConnection | None:
+        # called under the pool's lock; psycopg takes the longest idle, put back in its place
+        conn = super()._get_ready_connection(timeout)
+        if conn is not None and self._pool:
+            self._pool.appendleft(conn)
+            conn = self._pool.pop()
+        return conn
+
+
 class Database:
     """A pool of connections to one database. Every connection returns rows as dicts."""
 
     def __init__(self, url: str, *, max_size: int = 10, name: str = "transcriber"):
         self.url = url
-        self._pool = ConnectionPool(
+        self._pool = RecentFirstPool(
             url,
             connection_class=PooledConnection,
             min_size=1,
