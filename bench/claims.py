@@ -12,8 +12,8 @@ text, the same parameters); for procrastinate (when installed: `pip install .[be
 worker (`run_worker_async(concurrency=N, wait=False)`: fetch a job, run a task that does
 nothing, finish the job) over N jobs deferred beforehand, in its own tables in the same scratch
 database. Each figure is the median of R runs; the two sides alternate within
-every run, so a noisy neighbour weighs on both. CPU is this process's CPU per cycle (the
-database server's is not in it).
+every run, so a noisy neighbour weighs on both, and each ratio is the median of the per-run
+ratios. CPU is this process's CPU per cycle (the database server's is not in it).
 
 Uses TRANSCRIBER_DATABASE_URL's server if set, else the embedded one under TRANSCRIBER_HOME,
 in a scratch database that is dropped afterwards.
@@ -161,6 +161,18 @@ def measure(db: Database, store: Store, url: str, side: str, claimers: int, owne
     return records / seconds, cpu / records * 1e6
 
 
+def configure_logging() -> None:
+    """The service's own level and line format, written where it costs nothing to keep."""
+    import os
+
+    from loguru import logger
+
+    from service import logs
+
+    logs.configure(level="INFO", stderr=False)
+    logger.add(open(os.devnull, "w"), level="INFO", format=logs._FORMAT)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2000)
@@ -169,15 +181,7 @@ def main() -> None:
                         help="the numbers of concurrent claimers to measure (default 1 2 4 8)")
     parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
     args = parser.parse_args()
-    import os
-
-    from loguru import logger
-
-    from service import logs
-
-    # the service's own level and line format, written where it costs nothing to keep
-    logs.configure(level="INFO", stderr=False)
-    logger.add(open(os.devnull, "w"), level="INFO", format=logs._FORMAT)
+    configure_logging()
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
     with scratch_database() as url, Database(url, max_size=max(CLAIMERS) + 2) as db:
         db.migrate()
@@ -200,9 +204,11 @@ def main() -> None:
         bare = [r[0] for r in results[("bare", claimers)]]
         service = [r[0] for r in results[("service", claimers)]]
         ratios = [s / b for s, b in zip(service, bare)]
+        bare_cpu = [r[1] for r in results[("bare", claimers)]]
+        service_cpu = [r[1] for r in results[("service", claimers)]]
         row = [claimers, round(median(bare)), round(median(service)), round(median(ratios), 2),
-               round(median([r[1] for r in results[("bare", claimers)]])),
-               round(median([r[1] for r in results[("service", claimers)]]))]
+               round(median(bare_cpu)), round(median(service_cpu)),
+               round(median([s / b for s, b in zip(service_cpu, bare_cpu)]), 2)]
         if other is not None:
             theirs = results[("procrastinate", claimers)]
             row += [round(median([r[0] for r in theirs])),
@@ -210,8 +216,8 @@ def main() -> None:
                     round(median([r[1] for r in theirs]))]
         rows.append(row)
     columns = ["claimers", "bare cycles/s", "service cycles/s", "service/bare",
-               "bare CPU us/cycle", "service CPU us/cycle"]
-    note = "median of runs; service/bare and service/procrastinate are medians of per-run ratios"
+               "bare CPU us/cycle", "service CPU us/cycle", "service/bare CPU"]
+    note = "median of runs; the ratios are medians of per-run ratios"
     if other is None:
         note += "; procrastinate not installed (pip install .[bench]): its columns are left out"
         print("procrastinate is not installed (pip install .[bench]): its columns are left out")

@@ -57,29 +57,31 @@ class Pipeline:
             "time_limit_seconds": policy.time_limit_seconds,
         }
         while True:
-            with self.db.connection() as conn:
-                row = conn.execute(text("claim"), params).fetchone()
-                if row is None:
-                    return NO_WORK
-                claim = Claim(row["id"], row["claim_token"], step)
-                halt_cause = _halt_on_claim(row, step, policy)
-                if halt_cause is not None:
+            row = self.db.one(text("claim"), params, positional=True)
+            if row is None:
+                return NO_WORK
+            record_id, token, overdue, lost_leases = row  # the statement's columns, in its order
+            claim = Claim(record_id, token, step)
+            halt_cause = _halt_on_claim(overdue, lost_leases, step, policy)
+            if halt_cause is not None:
+                with self.db.connection() as conn:
                     self._halt(conn, claim, *halt_cause, add_failures=0)
             if halt_cause is None:
-                # the journal has every claim; the log shows them at DEBUG (nothing to format else)
-                log = record_log(claim.record_id, step.source, "claimed")
-                log.debug("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds)
-                if row["lost_leases"]:
-                    log.warning("record {}: {} earlier claim(s) for {} ran out of lease with nothing written "
-                                "(worker lost); it is halted at {}", claim.record_id, row["lost_leases"], step,
-                                policy.max_lost_leases)
+                # the journal has every claim; the log shows them at DEBUG (nothing to format else).
+                # The record's context goes as keyword arguments, not a `bind`: loguru drops a line
+                # below its level before reading them, where a bind builds a logger every claim.
+                logger.debug("record {} claimed for {} (lease {:g}s)", claim.record_id, step, policy.lease_seconds,
+                             record_id=claim.record_id, stage=step.source, event="claimed")
+                if lost_leases:
+                    record_log(claim.record_id, step.source, "claimed").warning(
+                        "record {}: {} earlier claim(s) for {} ran out of lease with nothing written (worker "
+                        "lost); it is halted at {}", claim.record_id, lost_leases, step, policy.max_lost_leases)
                 return claim
             self._log_halt(claim, step.source, *halt_cause)
 
     def read_record(self, record_id: int) -> dict | None:
         """The step's ordinary read of the record's columns, whatever columns there are (INV-2)."""
-        with self.db.connection() as conn:
-            return conn.execute(text("read_record"), {"id": record_id}).fetchone()
+        return self.db.one(text("read_record"), {"id": record_id})
 
     def save_result(self, claim: Claim, fields: dict[str, object], *, diarize: bool = False) -> bool:
         """Advance the record with the fields its step owns, only while the claim is its own (P3).
@@ -87,27 +89,23 @@ class Pipeline:
         The save that reaches done also assembles the text from the record's windows and lets its
         converted audio go, in the same statement; that audio is deleted right after. With
         `diarize` it queues the record for the diarize step too, unless its upload said off."""
-        forbidden = sorted(set(fields) & NOT_STEP_FIELDS)
-        if forbidden or not fields:
-            raise ValueError(f"a step may not save {forbidden or 'nothing'}")
-        done = claim.step.target is Stage.DONE
-        statement = _save_statement(tuple(sorted(fields)), done)
+        target = claim.step.target
+        done = target is Stage.DONE
+        statement = _save_statement(tuple(fields), done)
         params = {f"f_{name}": _as_parameter(value) for name, value in fields.items()}
-        params.update(id=claim.record_id, token=claim.token, target=claim.step.target.value, diarize=diarize)
-        with self.db.connection() as conn:
-            row = conn.execute(statement, params).fetchone()
-            saved = row is not None
-            if not saved:
+        params.update(id=claim.record_id, token=claim.token, target=target.value, diarize=diarize)
+        row = self.db.one(statement, params, positional=True)  # (id) or, reaching done, (id, released_blob_id)
+        if row is None:
+            with self.db.connection() as conn:
                 self._refuse(conn, claim, "save")
-        if saved and done and row["released_blob_id"] is not None:
-            discard_blob(self.db, row["released_blob_id"])
-        if saved:
-            # a record done is news for the log; the stages on the way are in the journal
-            log = record_log(claim.record_id, claim.step.target, "advanced")
-            (log.info if claim.step.target is Stage.DONE else log.debug)(
-                "record {} reached {}", claim.record_id, claim.step.target
-            )
-        return saved
+            return False
+        if done and row[1] is not None:
+            discard_blob(self.db, row[1])
+        # a record done is news for the log; the stages on the way are in the journal (the
+        # record's context as keyword arguments, as in `claim`)
+        (logger.info if done else logger.debug)("record {} reached {}", claim.record_id, target,
+                                                record_id=claim.record_id, stage=target, event="advanced")
+        return True
 
     def record_failure(self, claim: Claim, error: str, pause_seconds: float) -> bool:
         """Count a failed run and set its retry pause, under the claim's token (P4)."""
@@ -236,19 +234,25 @@ class Pipeline:
 
 
 @functools.lru_cache(maxsize=32)
-def _save_statement(columns: tuple[str, ...], done: bool = False) -> str:
-    """save_result (save_done for the save that reaches done) for one set of owned columns,
-    composed once (a step always saves the same set)."""
-    return compose("save_done" if done else "save_result", owned=assignments(columns, "f_")).as_string()
+def _save_statement(columns: tuple[str, ...], done: bool = False) -> bytes:
+    """save_result (save_done for the save that reaches done) for the owned columns a step saves,
+    checked and composed once (a step always saves the same ones), as bytes like `text`'s
+    statements. Raises ValueError for columns a step may not save (never cached: raised anew)."""
+    forbidden = sorted(set(columns) & NOT_STEP_FIELDS)
+    if forbidden or not columns:
+        raise ValueError(f"a step may not save {forbidden or 'nothing'}")
+    statement = compose("save_done" if done else "save_result", owned=assignments(sorted(columns), "f_"))
+    return statement.as_string().encode("ascii")
 
 
-def _halt_on_claim(row: dict, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:
-    """Why a record just claimed must be halted by its claimer instead of worked, if it must."""
-    if row["overdue"]:
+def _halt_on_claim(overdue: bool, lost_leases: int, step: Step, policy: StepPolicy) -> tuple[HaltReason, str] | None:
+    """Why a record just claimed must be halted by its claimer instead of worked, if it must:
+    it stayed in its stage past the time limit (`overdue`), or too many of its leases were lost."""
+    if overdue:
         return HaltReason.STAGE_TIME_LIMIT, f"stayed in stage {step.source} longer than {policy.time_limit_seconds:g}s"
-    if policy.worker_lost(row["lost_leases"]):
+    if policy.worker_lost(lost_leases):
         return HaltReason.WORKER_LOST, (
-            f"{row['lost_leases']} claims for {step} ran out of lease with nothing written: its worker died or "
+            f"{lost_leases} claims for {step} ran out of lease with nothing written: its worker died or "
             f"hung each time (TRANSCRIBER_MAX_LOST_LEASES={policy.max_lost_leases})")
     return None
 

@@ -46,11 +46,15 @@ def query(name: str) -> sql.SQL:
     return sql.SQL(_statements()[name])
 
 
-def text(name: str) -> str:
-    """The statement called `name` as plain text, for the statements of every claim cycle: psycopg
-    converts a text query once and keeps the result, where a sql.SQL is converted again at every
-    execution (issue 16 §6)."""
-    return _statements()[name]
+@cache
+def text(name: str) -> bytes:
+    """The statement called `name` as bytes, for the statements of every claim cycle. psycopg
+    sends bytes as they are; a str it encodes again at each execution, and the new bytes are
+    hashed again for its caches of converted and prepared statements: together more client CPU
+    than decoding the cycle's rows (issue 16 §6). A sql.SQL costs more still, converted again
+    at every execution. These statements are ASCII, which reads the same in every client
+    encoding."""
+    return _statements()[name].encode("ascii")
 
 
 def compose(name: str, **parts: sql.Composable) -> sql.Composed:

@@ -34,7 +34,7 @@ class Speakers:
                 if row is None:
                     return NO_WORK
                 claim = Claim(row["id"], row["claim_token"], Step.DIARIZE)
-                cause = _halt_on_claim(row, Step.DIARIZE, policy)
+                cause = _halt_on_claim(row["overdue"], row["lost_leases"], Step.DIARIZE, policy)
                 if cause is not None:
                     self._speakers_halt(conn, claim, *cause, add_failures=0)
             if cause is None:

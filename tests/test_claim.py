@@ -4,6 +4,8 @@ from __future__ import annotations
 import threading
 import time
 
+from loguru import logger
+
 from conftest import add_record, kinds, policy, run_together
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.resume import resume
@@ -148,3 +150,19 @@ def test_stress_every_record_claimed_and_saved_once(store, owner):
         assert journal.count("advanced") == 1
         assert "save_refused" not in journal
     assert store.claim(Step.CONVERT, policy()) is NO_WORK
+
+
+def test_claim_and_save_log_lines_carry_the_record(store, owner):
+    """A line about a record carries its id, stage and event, the claim's and the save's too
+    (their context travels with the call, not through a bound logger)."""
+    record_id = add_record(store, owner)
+    lines = []
+    sink = logger.add(lambda message: lines.append(message.record), level="DEBUG")
+    try:
+        claim = store.claim(Step.CONVERT, policy())
+        assert store.save_result(claim, {"duration_seconds": 1.0})
+    finally:
+        logger.remove(sink)
+    about = [(line["level"].name, line["extra"]) for line in lines if line["extra"].get("record_id") == record_id]
+    assert about == [("DEBUG", {"record_id": record_id, "stage": "created", "event": "claimed"}),
+                     ("DEBUG", {"record_id": record_id, "stage": "converted", "event": "advanced"})]

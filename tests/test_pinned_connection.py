@@ -64,3 +64,22 @@ def test_a_lost_pinned_connection_is_replaced_at_the_next_statement(db, store, o
         assert store.read_record(record_id)["id"] == record_id
         assert backend(db) != lost
     assert store.stage_of(record_id) == "created"
+
+
+def test_a_lone_worker_keeps_one_connection_beside_idle_ones(db):
+    """The pool hands out the connection returned last: once three threads made it hold three
+    connections, a lone thread's successive runs all get the same one (and its server process)
+    instead of taking the idle ones in turn."""
+    all_pinned = threading.Barrier(3)
+
+    def hold(_):
+        with db.pinned():
+            all_pinned.wait(timeout=30)  # three at once: the pool opens three connections
+            return backend(db)
+
+    assert len(set(run_together(3, hold))) == 3
+    runs = []
+    for _ in range(6):
+        with db.pinned():
+            runs.append(backend(db))
+    assert len(set(runs)) == 1

@@ -36,9 +36,9 @@ WITH held AS (
     UPDATE records r
     SET claim_token = nextval('claim_tokens'),
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
-        -- A token still standing is a lost lease (issue 8 §2): its holder ran out of lease without
+        -- A token still standing is a lost lease (issue 8, part 2): its holder ran out of lease without
         -- a save, a failure or a give-back, all of which clear the token. A holder that saved a
-        -- checkpoint made progress (issue 16 §3): its windows carry its token, and its loss is
+        -- checkpoint made progress (issue 16, part 3): its windows carry its token, and its loss is
         -- not counted (the checkpoint itself restarted the count). (SET sees old values.)
         lost_leases = r.lost_leases + (r.claim_token IS NOT NULL AND NOT EXISTS (
             SELECT FROM record_windows w WHERE w.record_id = r.id AND w.claim_token = r.claim_token))::int
@@ -199,7 +199,7 @@ RETURNING lease_expires_at;
 -- Saves the segments of one recognised window under the claim's token and moves the checkpoint
 -- on; the window must start where the last checkpoint ended, so none is saved twice. It renews
 -- the lease too: a holder that just finished a window is alive. And it restarts the count of lost
--- leases (issue 16 §3): claims lost before it did not lose the work, which goes on from here.
+-- leases (issue 16, part 3): claims lost before it did not lose the work, which goes on from here.
 WITH saved AS (
     UPDATE records
     SET recognized_seconds = %(to_seconds)s,

@@ -1,0 +1,50 @@
+"""Rows as dicts whose column names are decoded once per result shape, not at every statement.
+
+psycopg's own `dict_row` decodes every column name of every result: for the claim cycle's
+`SELECT * FROM records` that is one decode per column per execution, and dict rows cost the cycle
+more client CPU than its three statements' tuple rows (issue 16 §6). The names are still read from
+each result, so a result of another shape (a migration that adds or renames a column) gets names
+of its own: only their decoding is kept.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import psycopg
+from psycopg.pq import ExecStatus
+from psycopg.rows import RowMaker, no_result
+
+_ROWS = (ExecStatus.TUPLES_OK, ExecStatus.SINGLE_TUPLE, ExecStatus.TUPLES_CHUNK)
+
+
+def dict_row(cursor: psycopg.Cursor[Any]) -> RowMaker[dict[str, Any]]:
+    """The row factory of every pooled connection: rows as dicts keyed by column name."""
+    result = cursor.pgresult
+    if result is None or not (result.status in _ROWS or (result.status == ExecStatus.COMMAND_OK and result.nfields)):
+        return no_result
+    raw = tuple(map(result.fname, range(result.nfields)))
+    return _MAKERS.get(raw) or _maker(raw, cursor)
+
+
+# a row maker per result shape met so far: a fixed set, the service's own statements
+_MAKERS: dict[tuple[bytes, ...], RowMaker[dict[str, Any]]] = {}
+_KEPT_SHAPES = 512
+
+
+def _maker(raw: tuple[bytes, ...], cursor: psycopg.Cursor[Any]) -> RowMaker[dict[str, Any]]:
+    """The row maker of a shape not met yet. ASCII names read the same in every client
+    encoding, so one decoding serves every connection and is kept; names beyond ASCII are
+    decoded at each result, in their connection's encoding."""
+    if not all(map(bytes.isascii, raw)):
+        return _make_rows(tuple(name.decode(cursor.connection.info.encoding) for name in raw))
+    maker = _make_rows(tuple(name.decode("ascii") for name in raw))
+    if len(_MAKERS) < _KEPT_SHAPES:  # ad hoc statements of other shapes are decoded, not kept
+        _MAKERS[raw] = maker
+    return maker
+
+
+def _make_rows(names: tuple[str, ...]) -> RowMaker[dict[str, Any]]:
+    def make_row(values: Sequence[Any]) -> dict[str, Any]:
+        return dict(zip(names, values))
+
+    return make_row
