@@ -174,7 +174,7 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
         assert store.checkpoint(claim, float(start), float(start + 30), window, "en", 600)
     checkpoints = time.perf_counter() - began
     checkpoints_cpu = _cpu_ms(cpu_before, server_cpu_ns(pids))
-    statement = compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True)))
+    statement = compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True).decode()))
     params = {"f_engine": "bench", "id": record_id, "token": claim.token, "target": Step.RECOGNIZE.target.value,
               "diarize": False}
     measured: dict[str, list[float]] = {"done_ms": [], "indexing_ms": [], "merge_ms": [], "done_wall_ms": [],

@@ -99,6 +99,11 @@ class MeteredDatabase(Database):
     def transaction(self):
         return self._metered(super().transaction())
 
+    def one(self, *args, **kwargs):
+        """A statement on its own (the claim, a checkpoint, the save): metered the same way."""
+        with self._metered(contextlib.nullcontext()):
+            return super().one(*args, **kwargs)
+
     def close(self) -> None:
         self.meter.close()
         super().close()
