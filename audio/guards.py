@@ -94,7 +94,8 @@ def voiced_seconds(start: float, end: float, voice: list[tuple[float, float]]) -
 def implausible(segment: dict, voice: list[tuple[float, float]]) -> str | None:
     """Why no one could have said `segment` (NO_VOICE, TOO_FAST or LOOP), or None when it is
     plausible. `segment` carries the decoder's `no_speech_prob` and `avg_logprob` where the
-    engine knows them, and `cut` where the decoding ran into its cap in tokens; the compression
+    engine knows them, `cut` where the decoding ran into its cap in tokens, and `retried` where
+    it is the second decoding of a window whose first looped; the compression
     ratio is the text's own (a cut loop is judged as cut)."""
     voiced = voiced_seconds(segment["start"], segment["end"], voice)
     if voiced < LEAST_VOICE_SECONDS:
@@ -111,6 +112,10 @@ def implausible(segment: dict, voice: list[tuple[float, float]]) -> str | None:
     if len(timed) >= SQUEEZED_WORDS and 2 * sum(w["end"] - w["start"] < SHORTEST_WORD for w in timed) > len(timed):
         return TOO_FAST  # most words align to no time at all: text the audio does not hold
     if compression_ratio(segment["text"]) > LOOP_COMPRESSION:  # Whisper's figure, of the text as it stands
+        return LOOP
+    if segment.get("retried") and segment.get("avg_logprob", 0.0) < SILENT_LOGPROB:
+        # the window looped, and the decoding that forbade the loop is one Whisper itself would
+        # not keep: base under AVX kernels turned mfa_uhuh's loop into 18 fluent words nobody said
         return LOOP
     return None
 

@@ -86,6 +86,8 @@ class WhisperEngine:
         result = self._decode(audio, language, **extra)
         if loops(result.segments):
             result = self._decode(audio, language, **{**extra, **self.RETRY_OPTIONS})
+            for segment in result.segments:
+                segment["retried"] = True  # the guard holds it to Whisper's own log-probability test
             if loops(result.segments):
                 # the loop's repeats are gone: what made it run into the cap is mended
                 result.segments = [{k: v for k, v in s.items() if k != "cut"} for s in cut_repeats(result.segments)]
