@@ -39,6 +39,18 @@ def test_a_segment_over_no_voice_is_implausible():
     assert implausible(segment("Thank you.", 5.0, 6.0, no_speech_prob=0.9, avg_logprob=-0.3), voice) is None
 
 
+def test_an_unlikely_second_decoding_of_a_looping_window_is_implausible():
+    """Issue 15 §2: a window that looped is decoded again with repeats forbidden; if Whisper's
+    own log-probability test (-1.0) would not keep that decoding, its fluent text is judged a
+    loop (base under AVX kernels wrote "I don't know if it's true, but I think it's not true…"
+    over mfa_uhuh). A first decoding as unlikely, or a likely retry, is judged as before."""
+    voice = [(0.6, 6.9)]
+    invented = "I don't know if it's true, but I think it's not true, but it's true."
+    assert implausible(segment(invented, 0.6, 6.7, avg_logprob=-1.16, retried=True), voice) == LOOP
+    assert implausible(segment(invented, 0.6, 6.7, avg_logprob=-0.4, retried=True), voice) is None
+    assert implausible(segment(invented, 0.6, 6.7, avg_logprob=-1.16), voice) is None
+
+
 def test_more_words_than_people_speak_is_implausible():
     """Issue 15 §2: over 6 words a second of voice, sustained, is too_fast; a quick short phrase is not."""
     voice = [(0.0, 3.0)]
