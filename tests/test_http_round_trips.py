@@ -22,15 +22,17 @@ def client(store):
 def statements(monkeypatch):
     """The statements this process sends, counted as they are executed."""
     sent: list[str] = []
-    execute = psycopg.Connection.execute
+    execute = psycopg.Cursor.execute  # a connection's own execute runs on a cursor too
 
     def counting(self, query, params=None, **kwargs):
-        if not self.autocommit or self.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        conn = self.connection
+        if not conn.autocommit or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             sent.append("BEGIN")  # inside a transaction: BEGIN and COMMIT cost round trips of their own
-        sent.append(query.as_string(self) if hasattr(query, "as_string") else str(query))
+        text = query.as_string(conn) if hasattr(query, "as_string") else query
+        sent.append(text.decode() if isinstance(text, bytes) else str(text))
         return execute(self, query, params, **kwargs)
 
-    monkeypatch.setattr(psycopg.Connection, "execute", counting)
+    monkeypatch.setattr(psycopg.Cursor, "execute", counting)
     return sent
 
 
