@@ -7,6 +7,8 @@ in a loop or text invented over silence, is handled by the guards (audio.guards)
 """
 from __future__ import annotations
 
+import os
+
 from audio.guards import confident, cut_repeats, fill_in, loops, suppress
 from audio.recognized import Recognized, rounded_seconds
 
@@ -23,17 +25,21 @@ MOST_TOKENS = 440  # Whisper's own limit is 448 tokens, prompt included
 # under 0.1. Music-like tones reach 0.6 at either threshold: the decoder and the guard's other
 # tests keep them wordless (tests/test_invented_text.py).
 VOICE = dict(threshold=0.25)
-# How the weights are computed with (TRANSCRIBER_COMPUTE_TYPE), by device when unset: int8 on CPU,
-# float16 on CUDA. CTranslate2's int8 matrix products use kernels of the CPU's instruction set
-# (AVX-512, AVX2, AVX, none), which round differently, and so does the text: older CPUs' int8
-# lost about 2 points of WER to AVX-512's on held-out speech. float32 wrote the same text on every
-# kernel family measured, at 2 to 2.5 times the CPU and some 100 MB more memory (BENCHMARKS.md,
-# "Per CPU kind"): the choice of a service that needs one text on every machine, not the default.
-DEFAULT_COMPUTE = {"cpu": "int8", "cuda": "float16"}
+# How the weights are computed with (TRANSCRIBER_COMPUTE_TYPE) when unset: `default_compute`.
+# int8 is exact only where the CPU multiplies bytes with VNNI: without it (AVX2, AVX, older, and
+# AVX-512 before VNNI) the int8 kernels add byte products in 16 bits, which saturate, and held-out
+# speech lost 1.5 to 2 points of WER to the same model on VNNI (BENCHMARKS.md, "Per CPU kind").
+# float32 wrote the same text on every kernel family measured, at 2 to 2.5 times int8's CPU.
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+# The caps that hold oneDNN (ONEDNN_MAX_CPU_ISA) or MKL (MKL_ENABLE_INSTRUCTIONS), the libraries
+# CTranslate2 does its int8 products in, to an older instruction set; a cap that names none of
+# these keeps them off VNNI whatever the CPU has.
+_VNNI_CAPS = ("VNNI", "AMX", "AVX10", "BF16", "FP16", "_E1", "_E2", "_E3", "_E4", "_E5")
+_CAPS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
 class WhisperEngine:
-    """faster-whisper (CTranslate2): int8 on CPU, float16 on CUDA unless told otherwise; beam search at temperature 0
+    """faster-whisper (CTranslate2): `default_compute` unless told otherwise; beam search at temperature 0
     only, each window on its own (no conditioning on a previous window's text).
 
     A window whose text loops (`loops`: it compresses better than LOOP_COMPRESSION, Whisper's
@@ -55,8 +61,8 @@ class WhisperEngine:
                  compute: str | None = None):
         from faster_whisper import WhisperModel  # loaded only where this engine is built: it is heavy
 
-        compute = compute or DEFAULT_COMPUTE[device]
-        self.model = WhisperModel(model, device=device, compute_type=compute, cpu_threads=threads,
+        self.compute = compute or default_compute(device)
+        self.model = WhisperModel(model, device=device, compute_type=self.compute, cpu_threads=threads,
                                   download_root=download_root)
 
     def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
@@ -111,6 +117,34 @@ class WhisperEngine:
             segments[-1]["cut"] = True  # it ran into the cap: more text than the voice could hold
         detected = round(float(info.language_probability), 4) if language is None else None
         return Recognized(segments, info.language, detected)
+
+
+def default_compute(device: str, flags: frozenset[str] | None = None, env=os.environ) -> str:
+    """What a model computes with when the owner has not said: float16 on CUDA; on CPU int8
+    where its products are exact (VNNI, or a CPU that is not x86), float32 on an x86 CPU without
+    it, so that an older CPU writes the text every machine without VNNI writes, not a worse one.
+    `flags` are the x86 CPU's (from /proc/cpuinfo; None on another CPU or where it cannot be read:
+    int8, not measured there)."""
+    if device != "cpu":
+        return "float16"
+    flags = _cpu_flags() if flags is None else flags
+    if flags is None:
+        return "int8"
+    capped = any(env.get(cap) and env[cap].upper() not in ("ALL", "DEFAULT")
+                 and not any(mark in env[cap].upper() for mark in _VNNI_CAPS) for cap in _CAPS)
+    return "int8" if flags & VNNI_FLAGS and not capped else "float32"
+
+
+def _cpu_flags() -> frozenset[str] | None:
+    """The instruction sets Linux says this x86 CPU has (other CPUs list "Features"); None elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return None
 
 
 def voice_spans(audio) -> list[tuple[float, float]]:

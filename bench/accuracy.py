@@ -134,6 +134,7 @@ def open_recognizer(recognizer: Recognizer) -> Recognize:
                 suppressed.extend(result.suppressed)
         return Heard(" ".join(texts), detected, clock.wall, clock.cpu, suppressed)
 
+    recognize.compute = getattr(engine, "compute", None)  # what the engine chose: int8 or float32 by CPU
     return recognize
 
 
@@ -170,6 +171,7 @@ def measure(recognizer: Recognizer, utterances: list[dict], runs: int) -> dict:
         "wall_seconds": [w for w, _ in passes], "cpu_seconds": [c for _, c in passes],
         "load_wall_seconds": load.wall, "load_cpu_seconds": load.cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "compute": recognize.compute,
     }
 
 
@@ -207,10 +209,11 @@ def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int
                               "detected_language": language, "suppressed": dropped, **_errors(errors)})
     seconds = measured["audio_seconds"]
     wall, cpu = statistics.median(measured["wall_seconds"]), statistics.median(measured["cpu_seconds"])
-    compute = os.environ.get("TRANSCRIBER_COMPUTE_TYPE") if recognizer.engine == "faster-whisper" else None
+    compute = measured["compute"]
     label = recognizer.label + "".join(f" ({part})" for part in (compute, isa if isa != "native" else None) if part)
     result = {
-        "label": label, **asdict(recognizer), "isa": isa, "compute": compute or "default", "recordings": len(utterances),
+        "label": label, **asdict(recognizer), "isa": isa, "compute": compute,
+        "compute_chosen_by": "TRANSCRIBER_COMPUTE_TYPE" if os.environ.get("TRANSCRIBER_COMPUTE_TYPE") else "CPU", "recordings": len(utterances),
         "audio_seconds": round(seconds, 2), **_errors(total), "most_words_per_reference_word": round(most_words, 2),
         "wer_by_kind": {kind: _errors(errors) for kind, errors in sorted(by_kind.items())},
         "wer_by_speaker": {who: _errors(errors) for who, errors in sorted(by_speaker.items())},
@@ -257,7 +260,8 @@ def main() -> None:
     parser.add_argument("--isa", nargs="*", default=["native"], choices=sorted(CPU_KINDS),
                         help="CPU kinds to run each recognizer as (emulated through CTranslate2/oneDNN)")
     parser.add_argument("--compute", choices=("int8", "float32"), default=None,
-                        help="what faster-whisper computes with (TRANSCRIBER_COMPUTE_TYPE; default: the service's, int8)")
+                        help="what faster-whisper computes with (TRANSCRIBER_COMPUTE_TYPE; default: the "
+                             "service's choice by CPU kind, int8 with VNNI and float32 without)")
     args = parser.parse_args()
     if args.compute:
         os.environ["TRANSCRIBER_COMPUTE_TYPE"] = args.compute  # the recognizers' child processes read it

@@ -63,7 +63,8 @@ class Settings:
     # the CPU threads each recognizer process decodes with; None: as many as the machine has.
     # A worker with several threads runs a recognizer per thread, each with this many.
     recognizer_threads: int | None = None
-    # what faster-whisper computes with; None: int8 on CPU, float16 on CUDA (audio.whisper)
+    # what faster-whisper computes with; None: float16 on CUDA, int8 on a CPU with VNNI, float32 on
+    # one without (audio.whisper.default_compute)
     compute_type: str | None = None
     # where a worker process serves its Prometheus metrics (the first free port from here on)
     metrics_port: int | None = None
@@ -235,8 +236,9 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
 
 
 def _compute_type(env: Mapping[str, str]) -> str | None:
-    """TRANSCRIBER_COMPUTE_TYPE: auto (unset) leaves it to the device; float32 gives the same text
-    on every CPU measured, at some 2.5 times int8's CPU."""
+    """TRANSCRIBER_COMPUTE_TYPE: auto (unset) leaves it to the device and the CPU
+    (audio.whisper.default_compute); float32 gives the same text on every CPU measured, at some
+    2.5 times int8's CPU."""
     chosen = _choice(env, "TRANSCRIBER_COMPUTE_TYPE", ("auto", "int8", "float32", "float16", "int8_float16"))
     return None if chosen == "auto" else chosen
 

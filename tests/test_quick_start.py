@@ -4,7 +4,7 @@ quick-start output on the bundled sample reads correctly), on any x86-64 machine
 CTranslate2 picks its kernels by the CPU's instruction set, so the same model can write a word
 differently on another machine ("converged" for "converted"). The README promises the line up to
 one word, and the same text every time on one machine; that is what is checked here, natively and
-under an emulated older CPU."""
+under an emulated older CPU; and that such a CPU computes in float32, where int8 loses words."""
 from __future__ import annotations
 
 import re
@@ -60,21 +60,37 @@ def test_the_quick_start_prints_the_text_the_readme_shows(env):
 
 
 @pytest.mark.parametrize("cpu", ["AVX2", "GENERIC"])
-def test_the_quick_start_reads_the_same_on_an_older_cpu(env, cpu, request):
-    """Issue 15 §1: under an emulated CPU without AVX-512 (AVX2) or without any vector extension
-    CTranslate2 knows (GENERIC), the quick start still prints the README's line up to one word.
-    GENERIC's slow kernels run with --long; AVX2 runs by default."""
+def test_a_cpu_without_vnni_prints_what_float32_prints_everywhere(env, cpu, request):
+    """Issue 15 §1, §2: under an emulated CPU without VNNI (AVX2; GENERIC, with no vector
+    extension CTranslate2 knows, runs with --long) the service computes in float32 on its own,
+    since int8 loses words there, and the quick start prints exactly what float32 prints with
+    this machine's kernels: the README's line up to one word."""
     if cpu == "GENERIC":
         needs_long(request, "the quick start on GENERIC kernels")
-    printed = quick_start({**env, **OLDER_CPUS[cpu]})
-    assert words_apart(readme_line(), printed) <= 1, printed
+    older = quick_start({**env, **OLDER_CPUS[cpu]})
+    assert words_apart(readme_line(), older) <= 1, older
+    assert older == quick_start({**env, "TRANSCRIBER_COMPUTE_TYPE": "float32"})
 
 
-def test_float32_prints_the_same_line_on_an_older_cpu(env):
-    """Issue 15 §1: with TRANSCRIBER_COMPUTE_TYPE=float32 the quick start prints the same text
-    under emulated AVX2 kernels as under this machine's own (int8's differ by a word here), and
-    that text is the README's line up to one word."""
-    float32 = {**env, "TRANSCRIBER_COMPUTE_TYPE": "float32"}
-    native = quick_start(float32)
-    assert words_apart(readme_line(), native) <= 1, native
-    assert quick_start({**float32, **OLDER_CPUS["AVX2"]}) == native
+VNNI_CPU = frozenset("sse4_1 avx avx2 avx512f avx512_vnni".split())
+AVX2_CPU = frozenset("sse4_1 avx avx2 fma".split())
+
+
+@pytest.mark.parametrize("flags, env, chosen", [
+    (VNNI_CPU, {}, "int8"),
+    (AVX2_CPU | {"avx_vnni"}, {}, "int8"),                                  # AVX-VNNI without AVX-512
+    (AVX2_CPU, {}, "float32"),
+    (VNNI_CPU - {"avx512_vnni"}, {}, "float32"),                            # AVX-512 before VNNI
+    (VNNI_CPU, {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "float32"),                  # held to older kernels
+    (VNNI_CPU, {"MKL_ENABLE_INSTRUCTIONS": "AVX512"}, "float32"),
+    (VNNI_CPU, {"ONEDNN_MAX_CPU_ISA": "avx512_core_vnni"}, "int8"),
+    (VNNI_CPU, {"MKL_ENABLE_INSTRUCTIONS": "AVX512_E1", "ONEDNN_MAX_CPU_ISA": "ALL"}, "int8"),
+])
+def test_int8_is_chosen_only_where_its_products_are_exact(flags, env, chosen):
+    """Issue 15 §1: with TRANSCRIBER_COMPUTE_TYPE unset, a CPU computes in int8 only where it
+    multiplies bytes with VNNI (the int8 kernels of older sets saturate), including when a
+    library is held to an older set than the CPU's; float16 on CUDA."""
+    from audio.whisper import default_compute
+
+    assert default_compute("cpu", flags, env) == chosen
+    assert default_compute("cuda", flags, env) == "float16"
