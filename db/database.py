@@ -102,10 +102,8 @@ class Database:
         """A connection outside any transaction: each statement on it is its own transaction,
         sent in a single round trip. For statements that need not commit together. Inside
         `pinned`, the thread's own connection."""
-        conn = getattr(self._pinned, "conn", None)
-        if conn is None:
-            return self._pool.connection()
-        return contextlib.nullcontext(self._replace_pinned() if conn.closed else conn)
+        conn = self._pinned_connection()
+        return self._pool.connection() if conn is None else contextlib.nullcontext(conn)
 
     def pinned(self) -> contextlib.AbstractContextManager[None]:
         """Within this block, every `connection()` and `one()` of this thread is on one and the
@@ -119,13 +117,16 @@ class Database:
         """Run one statement as its own transaction (a single round trip); its first row, a dict,
         or with `positional` a tuple in the statement's column order: cheaper to make, for the
         claim cycle's statements whose few columns the caller unpacks."""
-        conn = getattr(self._pinned, "conn", None)
+        conn = self._pinned_connection()
         if conn is None:
             with self._pool.connection() as conn:
                 return conn.one(statement, params, positional=positional)
-        if conn.closed:
-            conn = self._replace_pinned()
         return conn.one(statement, params, positional=positional)
+
+    def _pinned_connection(self) -> PooledConnection | None:
+        """This thread's connection inside `pinned` (None outside), replaced if it was lost."""
+        conn = getattr(self._pinned, "conn", None)
+        return self._replace_pinned() if conn is not None and conn.closed else conn
 
     def _replace_pinned(self) -> PooledConnection:
         """The pinned connection was lost meanwhile (a restarted server; broken ones are closed
