@@ -82,3 +82,32 @@ def test_a_name_that_needs_a_download_says_there_is_no_network(tmp_path, monkeyp
         model_check.preflight({"engine": "faster-whisper", "model": "small", "download_root": str(tmp_path)})
     with pytest.raises(ModelError, match="unknown model name"):
         model_check.preflight({"engine": "faster-whisper", "model": "tiny.en.typo", "download_root": str(tmp_path)})
+
+
+@pytest.mark.parametrize("cap, compute_type, said", [
+    ({"ONEDNN_MAX_CPU_ISA": "AVX2"}, "auto", "float32 (this CPU has no VNNI, where int8 loses words; "
+                                           "TRANSCRIBER_COMPUTE_TYPE=int8"),
+    ({"ONEDNN_MAX_CPU_ISA": "AVX2"}, "int8", "int8 (TRANSCRIBER_COMPUTE_TYPE)"),
+])
+def test_the_start_says_what_the_recognizer_computes_in_and_why(cap, compute_type, said, monkeypatch):
+    """Issue 15 §1: a recognising process's start logs, once, what its model computes in and
+    why: on a CPU without VNNI (here its kernels held to AVX2) float32 and how to trade words
+    for speed; an owner's TRANSCRIBER_COMPUTE_TYPE as set."""
+    from loguru import logger
+
+    from conftest import settings
+    from service import runtime
+
+    for name, value in cap.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(runtime, "_CHECKED_MODELS", set())
+    lines: list[str] = []
+    sink = logger.add(lambda message: lines.append(message.record["message"]), level="INFO")
+    try:
+        runtime.check_engine(settings(compute_type=compute_type))
+        runtime.check_engine(settings(compute_type=compute_type))  # once per process
+    finally:
+        logger.remove(sink)
+    said_lines = [line for line in lines if "computes in" in line]
+    assert len(said_lines) == 1 and "faster-whisper/tiny.en" in said_lines[0], lines
+    assert said in said_lines[0], said_lines
