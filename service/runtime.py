@@ -1,8 +1,6 @@
 """Opening the service's database from its settings: the configured server or the embedded one."""
 from __future__ import annotations
 
-from loguru import logger
-
 from db import Database, DatabaseUnavailable, Store
 from db.database import embedded_url
 from service.config import Settings
@@ -51,23 +49,8 @@ def check_engine(settings: Settings) -> None:
         if key not in _CHECKED_MODELS:
             check_loads(described)
             _CHECKED_MODELS.add(key)
-            logger.info("recognizer {} computes in {}", described["label"], compute_said(settings))
     except ModelError as error:
         raise ConfigError("TRANSCRIBER_WHISPER_MODEL", f"{settings.whisper_model}: {error}") from None
-
-
-def compute_said(settings: Settings) -> str:
-    """What the recognizer computes with and why, for the start's log: an operator whose CPU
-    has no VNNI sees why recognition costs float32's CPU, and how to trade words for speed."""
-    from audio.whisper import default_compute
-
-    if settings.compute_type:
-        return f"{settings.compute_type} (TRANSCRIBER_COMPUTE_TYPE)"
-    chosen = default_compute(settings.device)
-    if chosen == "float32":
-        return ("float32 (this CPU has no VNNI, where int8 loses words; TRANSCRIBER_COMPUTE_TYPE=int8 "
-                "trades them for about 2.5 times less CPU)")
-    return f"{chosen} (the default for this {'CPU' if settings.device == 'cpu' else 'device'})"
 
 
 def open_store(settings: Settings, *, max_size: int = 10) -> Store:
