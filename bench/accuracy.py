@@ -102,8 +102,9 @@ class _Clock:
         self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
-def open_recognizer(recognizer: Recognizer) -> Recognize:
-    """Load the recognizer; the function that recognises one recording with it.
+def open_recognizer(recognizer: Recognizer) -> tuple[Recognize, str | None]:
+    """Load the recognizer; the function that recognises one recording with it, and what the
+    engine computes with (int8 or float32, chosen by the CPU; None for pocketsphinx).
 
     Both engines are the service's own (audio.whisper, audio.sphinx), fed the service's
     windows (audio.windows: at most 30 s, cut where quiet) and called in this process, so the
@@ -134,8 +135,7 @@ def open_recognizer(recognizer: Recognizer) -> Recognize:
                 suppressed.extend(result.suppressed)
         return Heard(" ".join(texts), detected, clock.wall, clock.cpu, suppressed)
 
-    recognize.compute = getattr(engine, "compute", None)  # what the engine chose: int8 or float32 by CPU
-    return recognize
+    return recognize, getattr(engine, "compute", None)
 
 
 # --- measuring, in a child process per recognizer ---------------------------------------------
@@ -146,7 +146,7 @@ def measure(recognizer: Recognizer, utterances: list[dict], runs: int) -> dict:
 
     audio = [b"".join(pcm16k(Path(u["path"]))) for u in utterances]
     with _Clock() as load:
-        recognize = open_recognizer(recognizer)
+        recognize, compute = open_recognizer(recognizer)
     texts: list[str] = []
     detected: list[str | None] = []
     suppressed: list[list] = []
@@ -171,7 +171,7 @@ def measure(recognizer: Recognizer, utterances: list[dict], runs: int) -> dict:
         "wall_seconds": [w for w, _ in passes], "cpu_seconds": [c for _, c in passes],
         "load_wall_seconds": load.wall, "load_cpu_seconds": load.cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "compute": recognize.compute,
+        "compute": compute,
     }
 
 
@@ -213,7 +213,9 @@ def evaluate(recognizer: Recognizer, utterances: list[data.Utterance], runs: int
     label = recognizer.label + "".join(f" ({part})" for part in (compute, isa if isa != "native" else None) if part)
     result = {
         "label": label, **asdict(recognizer), "isa": isa, "compute": compute,
-        "compute_chosen_by": "TRANSCRIBER_COMPUTE_TYPE" if os.environ.get("TRANSCRIBER_COMPUTE_TYPE") else "CPU", "recordings": len(utterances),
+        **({"compute_chosen_by": "TRANSCRIBER_COMPUTE_TYPE" if os.environ.get("TRANSCRIBER_COMPUTE_TYPE") else "CPU"}
+           if compute else {}),
+        "recordings": len(utterances),
         "audio_seconds": round(seconds, 2), **_errors(total), "most_words_per_reference_word": round(most_words, 2),
         "wer_by_kind": {kind: _errors(errors) for kind, errors in sorted(by_kind.items())},
         "wer_by_speaker": {who: _errors(errors) for who, errors in sorted(by_speaker.items())},

@@ -41,7 +41,8 @@ def test_the_benchmark_recognises_with_the_service_engines():
     from bench.accuracy import Recognizer, open_recognizer
     from media import speech_pcm
 
-    recognize = open_recognizer(Recognizer("pocketsphinx", None, "en", "en"))
+    recognize, compute = open_recognizer(Recognizer("pocketsphinx", None, "en", "en"))
     heard = recognize(speech_pcm(), "en")
     assert len(heard.text.split()) >= 10 and heard.language == "en"
     assert heard.wall > 0 and heard.cpu > 0
+    assert compute is None  # pocketsphinx has no compute type to report
