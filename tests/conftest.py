@@ -110,7 +110,7 @@ def pytest_addoption(parser):
                      help="fault-injection profile of tests/test_faults.py: short (CI) or long (by hand)")
     parser.addoption("--long", action="store_true",
                      help="also run the costly variants kept out of the default run for its CPU budget "
-                          "(base on non-speech, the quick start on a GENERIC CPU, the archive benchmark's smoke run)")
+                          "(base on non-speech and on mfa_uhuh again, the quick start on a GENERIC CPU, the archive benchmark's smoke run)")
 
 
 def needs_long(request, why: str) -> None:
@@ -204,8 +204,12 @@ def add_record(store: Store, owner: dict, payload: bytes = b"not really audio", 
 _queue_numbers = itertools.count(1)
 # The suite's recognizers decode with one thread each: the same text as with two (measured on the
 # bundled sample and a LibriVox reading, tiny.en and base), for some 15 % less CPU than threads
-# that wait on each other on two busy cores. The quick-start test runs without it, as a newcomer.
-FRUGAL_RECOGNIZER = {"TRANSCRIBER_RECOGNIZER_THREADS": "1"}
+# that wait on each other on two busy cores. They compute in int8 on every CPU: the pipeline's
+# tests need words, not the best words, and on a CPU without VNNI, where the service's default is
+# float32, int8 costs half its CPU (BENCHMARKS.md, "Per CPU kind"). What a user reads is tested
+# with the default: the quick start runs without these, as a newcomer, and the guards' tests on
+# real audio (test_invented_text) build their engines as the service does.
+FRUGAL_RECOGNIZER = {"TRANSCRIBER_RECOGNIZER_THREADS": "1", "TRANSCRIBER_COMPUTE_TYPE": "int8"}
 
 
 @pytest.fixture
@@ -262,8 +266,9 @@ def settings(**overrides):
     """Service settings as the environment would give them, with TRANSCRIBER_* overrides."""
     from service import config
 
-    # speakers only where a test asks (they cost CPU); one decoding thread a recognizer
-    overrides = {"diarize": "off", "recognizer_threads": 1, **overrides}
+    # speakers only where a test asks (they cost CPU); the suite's frugal recognizer (above)
+    frugal = {name.removeprefix("TRANSCRIBER_").lower(): value for name, value in FRUGAL_RECOGNIZER.items()}
+    overrides = {"diarize": "off", **frugal, **overrides}
     return config.load({f"TRANSCRIBER_{k.upper()}": str(v) for k, v in overrides.items()})
 
 

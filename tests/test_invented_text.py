@@ -158,16 +158,19 @@ def test_no_words_where_nobody_speaks(whisper, make, tmp_path, request):
     assert not heard.segments, heard.segments
 
 
-def test_uh_uh_uh_gives_at_most_a_few_words(whisper):
+def test_uh_uh_uh_gives_at_most_a_few_words(whisper, request):
     """Issue 15 §2: 7 s of "Montreal uh uh uh … forced aligner" (mfa_uhuh) gives at most a few
-    words with either model (base once wrote some 60 invented ones here), and the same every time."""
+    words with either model (base once wrote some 60 invented ones here), and the same every time
+    (base's second decoding, its loop decoded again and strictly, runs with --long: some 25 CPU
+    seconds on a CPU without VNNI, where it computes in float32)."""
     pcm = b"".join(pcm16k(UHUH))
     heard = whisper.recognize(pcm, "en")
     words = normalise(" ".join(s["text"] for s in heard.segments))  # hesitations are not counted
     assert len(words) <= 6, heard.segments
     for entry in heard.suppressed:
         assert entry["reason"] in (NO_VOICE, TOO_FAST, LOOP) and 0 <= entry["start"] < entry["end"] <= 7.5
-    assert whisper.recognize(pcm, "en") == heard
+    if request.node.callspec.params["whisper"] != "base" or request.config.getoption("--long"):
+        assert whisper.recognize(pcm, "en") == heard
 
 
 def test_suppressed_text_is_stored_per_window_and_shown_in_the_json(store, owner):

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from bench.wer import score
-from conftest import ROOT, needs_long
+from conftest import FRUGAL_RECOGNIZER, ROOT, needs_long
 
 SAMPLE = ROOT / "transcriber" / "samples" / "hello.ogg"
 
@@ -34,9 +34,10 @@ def readme_line() -> str:
     return shown.group(1)
 
 
-def quick_start(env: dict) -> str:
-    """The quick start's first command as a newcomer runs it; what it prints on stdout."""
-    env = {k: v for k, v in env.items() if k != "TRANSCRIBER_RECOGNIZER_THREADS"}  # a newcomer's default
+def quick_start(env: dict, **settings: str) -> str:
+    """The quick start's first command as a newcomer runs it (not with the suite's frugal
+    recognizer), with `settings` (TRANSCRIBER_* variables) on top; what it prints on stdout."""
+    env = {**{k: v for k, v in env.items() if k not in FRUGAL_RECOGNIZER}, **settings}
     done = subprocess.run([sys.executable, "-m", "transcriber.cli", "transcribe", str(SAMPLE)],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -69,7 +70,7 @@ def test_a_cpu_without_vnni_prints_what_float32_prints_everywhere(env, cpu, requ
         needs_long(request, "the quick start on GENERIC kernels")
     older = quick_start({**env, **OLDER_CPUS[cpu]})
     assert words_apart(readme_line(), older) <= 1, older
-    assert older == quick_start({**env, "TRANSCRIBER_COMPUTE_TYPE": "float32"})
+    assert older == quick_start(env, TRANSCRIBER_COMPUTE_TYPE="float32")
 
 
 VNNI_CPU = frozenset("sse4_1 avx avx2 avx512f avx512_vnni".split())
