@@ -44,10 +44,13 @@ def write_audio(out, samples: np.ndarray, codec: str, rate: int, layout: str = "
     out.mux(stream.encode(None))
 
 
-def encode(path: Path, kind: str = "wav", repeat: int = 1, video: bool = False) -> Path:
-    """Write the sample speech (repeated `repeat` times) to `path` as `kind`."""
+def encode(path: Path, kind: str = "wav", repeat: int = 1, video: bool = False, seconds: float | None = None) -> Path:
+    """Write the sample speech (repeated `repeat` times, or only its first `seconds`) to `path` as `kind`."""
     fmt, codec, rate, _ = KINDS[kind]
-    samples = np.frombuffer(speech_pcm() * repeat, dtype=np.int16).reshape(1, -1)
+    pcm = speech_pcm() * repeat
+    if seconds is not None:
+        pcm = pcm[:int(seconds * 16000) * 2]
+    samples = np.frombuffer(pcm, dtype=np.int16).reshape(1, -1)
     with av.open(str(path), "w", format=fmt) as out:
         if video:
             picture = out.add_stream("mpeg4", rate=5)

@@ -34,7 +34,8 @@ def sound(store, owner, tmp_path):
     """A database with a record in every state INV-1 allows: done, eligible, claimed, waiting,
     halted (with its journal event)."""
     s = settings(engine="pocketsphinx")
-    done = store.accept(owner["id"], [encode(tmp_path / "a.wav", "wav").read_bytes()])
+    # a few seconds of speech: a done record needs words, not many (each test recognises them)
+    done = store.accept(owner["id"], [encode(tmp_path / "a.wav", "wav", seconds=3).read_bytes()])
     work_until_idle(store, s)
     eligible = add_record(store, owner)
     claimed = add_record(store, owner)

@@ -94,7 +94,7 @@ def test_checkpoints_window_by_window(store, owner, tmp_path):
     the seconds done; windows are contiguous, none recognised twice; the text is every
     segment in order and segment times lie within the recording."""
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=7))  # ~69 s
-    s = settings(engine="pocketsphinx")
+    s = settings()
     assert work_until_idle(store, s) == [Outcome.SAVED, Outcome.SAVED]
     row = store.read_record(record_id)
     marks = checkpoints(store, record_id)
@@ -138,7 +138,7 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
     lease ran out and goes on from the last checkpoint: no window recognised twice (each stored once, by
     the claim that recognised it), the text is assembled once at done from both claims' windows
     and equals an uninterrupted run's, and neither record keeps its converted audio."""
-    path = encode(tmp_path / "long.flac", "flac", repeat=9)  # ~88 s: at least three windows
+    path = encode(tmp_path / "long.flac", "flac", repeat=6)  # ~59 s: two windows, the kill during the second
     s = settings(recognize_lease_seconds=8)
     interrupted = accept(store, owner, path)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED

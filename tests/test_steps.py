@@ -190,7 +190,8 @@ def test_recognizer_process_death_is_a_failed_attempt(store, owner, tmp_path):
 
     import psutil
 
-    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=8))
+    # ~49 s: a second window of ~19 s is still being recognised when the first's progress shows
+    record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=5))
     s = settings(recognize_lease_seconds=3, backoff_seconds=0)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
     worker, result = recognize_in_background(store, s, record_id)
