@@ -17,7 +17,7 @@ import dramatiq
 from loguru import logger
 
 from actors import context
-from actors.brokers import make_broker
+from service.brokers import make_broker
 from actors.middleware import Boot, ListenForWakeups, MachineMetrics, StopSteps
 from actors.work import Outcome, run_once
 from db import Store

@@ -10,7 +10,7 @@ from dramatiq.middleware import Middleware
 from loguru import logger
 
 from actors import context
-from actors.brokers import BrokerUnavailable, connect
+from service.brokers import BrokerUnavailable, connect
 from actors.wakeups import Wakeups
 from actors.work import stopping
 from domain.stages import Step

@@ -14,7 +14,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from loguru import logger
 
 import actors
-from actors.brokers import describe
+from service.brokers import describe
 
 
 SWEEP_SECONDS = 3600

@@ -127,7 +127,7 @@ def default_compute(device: str, flags: frozenset[str] | None = None, env=os.env
     int8, not measured there)."""
     if device != "cpu":
         return "float16"
-    flags = _cpu_flags() if flags is None else flags
+    flags = cpu_flags() if flags is None else flags
     if flags is None:
         return "int8"
     capped = any(env.get(cap) and env[cap].upper() not in ("ALL", "DEFAULT")
@@ -135,7 +135,7 @@ def default_compute(device: str, flags: frozenset[str] | None = None, env=os.env
     return "int8" if flags & VNNI_FLAGS and not capped else "float32"
 
 
-def _cpu_flags() -> frozenset[str] | None:
+def cpu_flags() -> frozenset[str] | None:
     """The instruction sets Linux says this x86 CPU has (other CPUs list "Features"); None elsewhere."""
     try:
         with open("/proc/cpuinfo") as info:

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import wave
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from conftest import ROOT, conninfo, recognizer_children
 from db import Database, Store
 from db.check import Facts
 from domain.invariants import check
-from media import speech_pcm
+from media import encode
 from test_workers import Processes
 
 REDIS_SERVER = shutil.which("redis-server")
@@ -167,17 +166,6 @@ def own_postgres():
 
 # --- the pipeline under test ----------------------------------------------------------------------
 
-def tiny_wav(path: Path, seconds: float = 1.5) -> bytes:
-    """A short real recording (speech), so many records fit in a short run."""
-    pcm = speech_pcm()[:int(seconds * 16000) * 2]
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(pcm)
-    return path.read_bytes()
-
-
 def pipeline_env(env: dict, database_url: str, broker_url: str, **extra) -> dict:
     return {
         **env,
@@ -308,7 +296,7 @@ def test_workers_killed_at_random_moments_lose_nothing(store, owner, env, own_re
     each record's story, and `transcriber check` passes."""
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
-    audio = tiny_wav(tmp_path / "tiny.wav")
+    audio = encode(tmp_path / "tiny.wav", seconds=1.5).read_bytes()
     ids = [store.accept(owner["id"], [audio], source_name="tiny.wav") for _ in range(profile.kill_records)]
     worker_env = pipeline_env(env, env["TRANSCRIBER_DATABASE_URL"], own_redis.url)
     workers = [fleet.worker(worker_env), fleet.worker(worker_env)]
@@ -350,7 +338,7 @@ def test_database_and_broker_restarts_mid_run(env, own_postgres, own_redis, flee
     store = Store(db)
     store.add_owner("alice")
     owner = store.owner_by_name("alice")
-    audio = tiny_wav(tmp_path / "tiny.wav")
+    audio = encode(tmp_path / "tiny.wav", seconds=1.5).read_bytes()
     ids = [store.accept(owner["id"], [audio], source_name="tiny.wav") for _ in range(profile.restart_records)]
     worker_env = pipeline_env(env, database_url, own_redis.url)
     running = [fleet.worker(worker_env), fleet.worker(worker_env), fleet.scheduler(worker_env)]
@@ -410,7 +398,7 @@ def test_hung_and_killed_recognizers_lose_no_record_and_no_thread(store, owner, 
     still recognises on both threads at once (no thread lost)."""
     # 3 s of speech: recognised well within the deadline even on a loaded machine, so only the
     # stopped recognizer misses it
-    audio = tiny_wav(tmp_path / "speech.wav", seconds=3)
+    audio = encode(tmp_path / "speech.wav", seconds=3).read_bytes()
     worker_env = pipeline_env(env, env["TRANSCRIBER_DATABASE_URL"], own_redis.url, recognizer_timeout_seconds=20)
     before = [store.accept(owner["id"], [audio]) for _ in range(6)]
     worker = fleet.worker(worker_env)
@@ -446,7 +434,7 @@ def test_long_open_transactions_do_not_stop_claims(store, owner, env, database_u
     """Issue 8 §3 (d): while another session holds the oldest eligible record's row locked and
     a third keeps a snapshot open, workers claim and finish every other record (the locked one
     is skipped, not waited for); once the lock goes, it is done too and check passes."""
-    audio = tiny_wav(tmp_path / "tiny.wav")
+    audio = encode(tmp_path / "tiny.wav", seconds=1.5).read_bytes()
     ids = [store.accept(owner["id"], [audio], source_name="tiny.wav") for _ in range(10)]  # ten: the claims skip one locked row among others
     locker = psycopg.connect(database_url)
     snapshot = psycopg.connect(database_url)

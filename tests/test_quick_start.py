@@ -30,9 +30,9 @@ OLDER_CPUS = {
 def older_than_this_cpu() -> str:
     """The newest kernel family below this machine's best (AVX2 under AVX-512, AVX under AVX2),
     so that the emulated CPU is never this one's own kernels."""
-    from audio.whisper import _cpu_flags
+    from audio.whisper import cpu_flags
 
-    flags = _cpu_flags() or frozenset()
+    flags = cpu_flags() or frozenset()
     return "AVX2" if "avx512f" in flags else "AVX" if "avx2" in flags else "GENERIC"
 
 

@@ -8,7 +8,7 @@ import sys
 
 from loguru import logger
 
-from actors.brokers import BrokerUnavailable
+from service.brokers import BrokerUnavailable
 from db import DatabaseUnavailable
 from domain.owners import InvalidOwnerName
 from service import config, logs

@@ -60,7 +60,7 @@ def cmd_transcribe(args, settings) -> int:
 
 def cmd_scheduler(args, settings) -> int:
     import actors
-    from actors.brokers import connect
+    from service.brokers import connect
     from actors.scheduler import run_forever
 
     connect(actors.broker, settings.broker_url)
