@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from psycopg import sql
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scratch import scratch_database  # noqa: E402  (sets up the import path)
@@ -33,14 +35,17 @@ from db import Database, Store  # noqa: E402
 from db.queries import compose, query  # noqa: E402
 
 PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30}
-DESIGNS = {"before": ("bench_claim_other", "bench_picks_before"), "now": ("claim", None)}
+DESIGNS = {"before": "bench_picks_before", "now": None}
 
 
-def claim_statement(design: tuple[str, str | None]):
-    """The claim statement of a design: the service's own, or an earlier one's picks composed
-    with the claim's update and journal line."""
-    name, picks = design
-    return query(name) if picks is None else compose(name, picks=query(picks))
+def claim_statement(picks: str | None) -> sql.Composable:
+    """The claim statement of a design: the service's own, or an earlier design's `picks` (CTEs
+    ending in `candidate`) followed by the service's own update and journal line, so that only
+    the pick differs between the designs measured."""
+    if picks is None:
+        return query("claim")
+    claim = query("claim").as_string(None)
+    return sql.SQL("WITH {picks}, {rest}").format(picks=query(picks), rest=sql.SQL(claim[claim.index("claimed AS ("):]))
 
 
 def claim_cost(db: Database, samples: int, claim) -> tuple[float, float]:

@@ -41,8 +41,8 @@ from domain.policy import StepPolicy  # noqa: E402
 from domain.stages import Step  # noqa: E402
 
 POLICY = StepPolicy(lease_seconds=600, time_limit_seconds=86400 * 30, max_attempts=3, backoff_seconds=10)
-DESIGNS = {"now (fair turns)": ("claim", None), "migration 15 (queued_at)": ("bench_claim_other", "bench_picks_queued"),
-           "before (available_at)": ("bench_claim_other", "bench_picks_before")}
+DESIGNS = {"now (fair turns)": None, "migration 15 (queued_at)": "bench_picks_queued",
+           "before (available_at)": "bench_picks_before"}
 
 
 def timed(work) -> float:

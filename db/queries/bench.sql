@@ -131,28 +131,6 @@ DROP INDEX records_retrying;
 DROP INDEX records_held;
 CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;
 
--- name: bench_claim_other
--- The claim of an earlier design: its `picks` (CTEs ending in `candidate`), then the claim's
--- update and journal line as pipeline.sql's claim has them.
-WITH {picks}, claimed AS (
-    UPDATE records r
-    SET claim_token = nextval('claim_tokens'),
-        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
-        lost_leases = r.lost_leases + (r.claim_token IS NOT NULL AND NOT EXISTS (
-            SELECT FROM record_windows w WHERE w.record_id = r.id AND w.claim_token = r.claim_token))::int
-    FROM candidate c
-    WHERE r.id = c.id
-    RETURNING r.id, r.claim_token, r.stage, r.lease_expires_at, r.lost_leases,
-              r.stage_entered_at < now() - make_interval(secs => %(time_limit_seconds)s) AS overdue
-), journal AS (
-    INSERT INTO events (record_id, origin, kind, stage, detail)
-    SELECT id, 'pipeline', 'claimed', stage,
-           jsonb_build_object('claim_token', claim_token, 'lease_expires_at', lease_expires_at,
-                              'lost_leases', lost_leases)
-    FROM claimed
-)
-SELECT id, claim_token, overdue, lost_leases FROM claimed;
-
 -- name: bench_picks_before
 -- The claim's pick before migration 15: one index in available_at order.
 candidate AS (
