@@ -79,7 +79,7 @@ def processes():
 def test_two_worker_processes_and_scheduler_on_redis(store, owner, redis_env, processes, tmp_path):
     """Two `dramatiq actors` processes and the scheduler on Redis: 20 records all done, each step
     claimed and saved once per record."""
-    audio = encode(tmp_path / "speech.mp3", "mp3").read_bytes()
+    audio = encode(tmp_path / "speech.mp3", "mp3", seconds=3).read_bytes()  # many records, each short
     ids = [store.accept(owner["id"], [audio]) for _ in range(20)]
     processes.worker(redis_env)
     processes.worker(redis_env)
