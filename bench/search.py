@@ -174,6 +174,7 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
         assert store.checkpoint(claim, float(start), float(start + 30), window, "en", 600)
     checkpoints = time.perf_counter() - began
     checkpoints_cpu = _cpu_ms(cpu_before, server_cpu_ns(pids))
+    parse_cpu = parse_alone(db, pids, record_id)
     statement = compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True).decode()))
     params = {"f_engine": "bench", "id": record_id, "token": claim.token, "target": Step.RECOGNIZE.target.value,
               "diarize": False}
@@ -197,7 +198,21 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
             if run < runs - 1:
                 raise psycopg.Rollback()
     return {"segments": segments, "checkpoints_s": checkpoints, "checkpoints_cpu_ms": checkpoints_cpu, "runs": runs,
+            "parse_cpu_ms": parse_cpu,
             **{name: percentile(values, 0.5) for name, values in measured.items()}}
+
+
+def parse_alone(db: Database, pids: list[int], record_id: int, runs: int = 7) -> float:
+    """Server CPU ms of parsing the record's text into tsvectors as its search rows would be,
+    nothing written (the median of `runs`, less reading the same text unparsed)."""
+    measured: dict[bool, list[float]] = {True: [], False: []}
+    with db.connection() as conn:
+        for _ in range(runs):
+            for parse in (False, True):
+                before = server_cpu_ns(pids)
+                conn.execute(query("bench_search_parse"), {"id": record_id, "parse": parse})
+                measured[parse].append(_cpu_ms(before, server_cpu_ns(pids)))
+    return percentile(measured[True], 0.5) - percentile(measured[False], 0.5)
 
 
 def _cpu_ms(before: int | None, after: int | None) -> float:
@@ -260,6 +275,9 @@ def main() -> None:
     print(f"in server CPU time: checkpoints {hour['checkpoints_cpu_ms']:.0f} ms, done save {hour['done_cpu_ms']:.0f} ms, "
           f"merge {hour['merge_cpu_ms']:.0f} ms; indexing {cpu_indexing:.0f} ms adds "
           f"{100 * cpu_indexing / (hour['checkpoints_cpu_ms'] + cpu_unindexed):.1f} % to all the saves of the hour")
+    print(f"the parse alone (the hour's text into tsvectors, nothing written): {hour['parse_cpu_ms']:.0f} ms of server "
+          f"CPU, {100 * hour['parse_cpu_ms'] / (hour['checkpoints_cpu_ms'] + cpu_unindexed):.1f} % of the saves: "
+          f"the floor of an index kept by the saving statements")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,16 @@ WHERE n > 0 AND (%(owner_id)s::bigint IS NULL OR owner_id = %(owner_id)s) LIMIT 
 -- The search index's pending list merged into the index (what a later insert or vacuum does).
 SELECT gin_clean_pending_list('search_rows_keys'::regclass) AS pages;
 
+-- name: bench_search_parse
+-- A record's segment texts read from its windows and, with `parse`, parsed as its search rows'
+-- tsvectors are, nothing written: the two runs' difference is the parse alone, the floor of
+-- any index kept by the statement that saves the text.
+SELECT sum(CASE WHEN %(parse)s THEN length(to_tsvector(search_config(r.language), search_normal(e.text)))
+                ELSE length(e.text) END) AS size
+FROM records r JOIN record_windows w ON w.record_id = r.id,
+     jsonb_to_recordset(w.segments) AS e(text text)
+WHERE r.id = %(id)s;
+
 -- name: bench_search_size
 SELECT pg_total_relation_size('search_rows') AS total_bytes, pg_relation_size('search_rows') AS heap_bytes,
        pg_relation_size('search_rows_keys') AS keys_bytes,
