@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, add_record, policy, work_until_idle, settings
+from conftest import ROOT, WordASecond, add_record, policy, settings, work_until_idle
 from domain.claims import HaltReason
 from domain.invariants import check
 from domain.stages import Step
@@ -30,13 +30,15 @@ def plant(db, statement, params=None):
 
 
 @pytest.fixture
-def sound(store, owner, tmp_path):
+def sound(store, owner, tmp_path, monkeypatch):
     """A database with a record in every state INV-1 allows: done, eligible, claimed, waiting,
-    halted (with its journal event)."""
-    s = settings(engine="pocketsphinx")
-    # a few seconds of speech: a done record needs words, not many (each test recognises them)
+    halted (with its journal event). The done record's words are WordASecond's: the subject is
+    the states, not the words, and every test of this module builds the database again."""
+    import actors.steps
+
+    monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond())
     done = store.accept(owner["id"], [encode(tmp_path / "a.wav", "wav", seconds=3).read_bytes()])
-    work_until_idle(store, s)
+    work_until_idle(store, settings())
     eligible = add_record(store, owner)
     claimed = add_record(store, owner)
     waiting = add_record(store, owner)
