@@ -17,7 +17,6 @@ import dramatiq
 from loguru import logger
 
 from actors import context
-from service.brokers import make_broker
 from actors.middleware import Boot, ListenForWakeups, MachineMetrics, StopSteps
 from actors.work import Outcome, run_once
 from db import Store
@@ -25,6 +24,7 @@ from domain.claims import NO_WORK
 from domain.invariants import ORPHAN_GRACE_SECONDS
 from domain.stages import Step
 from service import config
+from service.brokers import make_broker
 
 
 def _from_environment(read, default):

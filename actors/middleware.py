@@ -10,11 +10,11 @@ from dramatiq.middleware import Middleware
 from loguru import logger
 
 from actors import context
-from service.brokers import BrokerUnavailable, connect
 from actors.wakeups import Wakeups
 from actors.work import stopping
 from domain.stages import Step
 from service import config, logs, machine_metrics
+from service.brokers import BrokerUnavailable, connect
 from service.runtime import check_engine
 
 

@@ -8,10 +8,10 @@ import sys
 
 from loguru import logger
 
-from service.brokers import BrokerUnavailable
 from db import DatabaseUnavailable
 from domain.owners import InvalidOwnerName
 from service import config, logs
+from service.brokers import BrokerUnavailable
 from service.intake import IntakeError
 from transcriber import accounts, operations, records, search
 from transcriber.console import EXIT_USAGE, UserError

@@ -11,8 +11,8 @@ from service.config import Settings
 class LocalPipeline:
     def __init__(self, store: Store, settings: Settings, *, threads: int = 2):
         import actors
-        from service.brokers import connect
         from actors.scheduler import start_background
+        from service.brokers import connect
         from service.runtime import check_engine
 
         check_engine(settings)

@@ -60,8 +60,8 @@ def cmd_transcribe(args, settings) -> int:
 
 def cmd_scheduler(args, settings) -> int:
     import actors
-    from service.brokers import connect
     from actors.scheduler import run_forever
+    from service.brokers import connect
 
     connect(actors.broker, settings.broker_url)
     logs.configure(level="INFO", json_path=settings.log_json)
