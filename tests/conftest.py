@@ -105,6 +105,20 @@ class WordASecond:
         return Recognized(segments=[{"start": 0.0, "end": seconds, "text": text, "words": words}], language="en")
 
 
+@pytest.fixture
+def hears_word_a_second(monkeypatch):
+    """Makes what this process recognises WordASecond's, for a test whose subject is the pipeline
+    around the words: `hears_word_a_second(pause=...)` puts it in place and returns it."""
+    import actors.steps
+
+    def use(pause: float = 0.0) -> WordASecond:
+        recognizer = WordASecond(pause)
+        monkeypatch.setattr(actors.steps, "engine", lambda _: recognizer)
+        return recognizer
+
+    return use
+
+
 def pytest_addoption(parser):
     parser.addoption("--faults", choices=("short", "long"), default="short",
                      help="fault-injection profile of tests/test_faults.py: short (CI) or long (by hand)")

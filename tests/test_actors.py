@@ -9,7 +9,7 @@ from loguru import logger
 import actors
 from actors.middleware import ListenForWakeups
 from actors.work import stopping
-from conftest import WordASecond, kinds, settings
+from conftest import kinds, settings
 from media import encode
 from transcriber.local import LocalPipeline
 
@@ -73,13 +73,11 @@ def test_actor_drains_backlog_from_one_wakeup(stub, store, owner, tmp_path):
         assert kinds(store, record_id).count("advanced") == 2
 
 
-def test_local_pipeline_and_clean_shutdown(store, owner, tmp_path, monkeypatch):
+def test_local_pipeline_and_clean_shutdown(store, owner, tmp_path, hears_word_a_second):
     """INV-1: stopping the in-process workers mid-recognition gives the claim back (nothing
     saved, nothing lost); the next run finishes the record. (Its recognizer takes half a second a
     window and spends no CPU on words this test does not read.)"""
-    import actors.steps
-
-    monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond(pause=0.5))
+    hears_word_a_second(pause=0.5)
     s = settings(tick_seconds=0.2, recognize_lease_seconds=15)
     record_id = store.accept(owner["id"], [encode(tmp_path / "long.flac", "flac", repeat=12).read_bytes()])
     pipeline = LocalPipeline(store, s)

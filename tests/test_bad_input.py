@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import ROOT, WordASecond, settings, work_until_idle
+from conftest import ROOT, settings, work_until_idle
 from media import encode, speech_pcm, write_audio
 
 MAX_UPLOAD_MB = 1
@@ -139,15 +139,14 @@ class World:
 
 
 @pytest.fixture
-def world(store, db, env, tmp_path, monkeypatch):
+def world(store, db, env, tmp_path, hears_word_a_second):
     """Alice's record accepted before the row; the bad input comes from mallory unless a row
     says otherwise. What this process recognises, WordASecond hears: the subject is what intake
     and conversion make of the input (decoded for real), not its words; the command line's rows
     run the real recognizer in their own processes."""
-    import actors.steps
     from web.app import create_app
 
-    monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond())
+    hears_word_a_second()
 
     the_settings = settings(max_upload_mb=MAX_UPLOAD_MB, max_audio_seconds=MAX_AUDIO_SECONDS, tick_seconds=0.2)
     alice = store.add_owner("alice")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, WordASecond, add_record, policy, settings, work_until_idle
+from conftest import ROOT, add_record, policy, settings, work_until_idle
 from domain.claims import HaltReason
 from domain.invariants import check
 from domain.stages import Step
@@ -30,13 +30,11 @@ def plant(db, statement, params=None):
 
 
 @pytest.fixture
-def sound(store, owner, tmp_path, monkeypatch):
+def sound(store, owner, tmp_path, hears_word_a_second):
     """A database with a record in every state INV-1 allows: done, eligible, claimed, waiting,
     halted (with its journal event). The done record's words are WordASecond's: the subject is
     the states, not the words, and every test of this module builds the database again."""
-    import actors.steps
-
-    monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond())
+    hears_word_a_second()
     done = store.accept(owner["id"], [encode(tmp_path / "a.wav", "wav", seconds=3).read_bytes()])
     work_until_idle(store, settings())
     eligible = add_record(store, owner)

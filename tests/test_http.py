@@ -10,7 +10,7 @@ import httpx
 import pytest
 import uvicorn
 
-from conftest import WordASecond, kinds, settings
+from conftest import kinds, settings
 from media import encode
 from transcriber.local import LocalPipeline
 from web.app import create_app
@@ -250,13 +250,11 @@ def test_patch_edits_only_owner_fields(make_api, tmp_path):
     assert edited["updated_at"] > before["updated_at"]
 
 
-def test_owner_edit_during_recognition_survives(make_api, tmp_path, monkeypatch):
+def test_owner_edit_during_recognition_survives(make_api, tmp_path, hears_word_a_second):
     """P3-S1 over HTTP with a real worker: the owner edits while recognition holds the record;
     the step's save writes the text and the edit stays. (Its recognizer takes a second a window
     and spends no CPU on words this test does not read.)"""
-    import actors.steps
-
-    monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond(pause=1.0))
+    hears_word_a_second(pause=1.0)
     api = make_api(recognize_lease_seconds=3)
     token = api.token("alice")
     record_id = api.upload(token, encode(tmp_path / "long.flac", "flac", repeat=6), title="raw").json()["id"]

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from actors.work import Outcome, run_once
-from conftest import WordASecond, add_record, kinds, policy, recognizer_children, settings, wait_until, work_until_idle
+from conftest import add_record, kinds, policy, recognizer_children, settings, wait_until, work_until_idle
 from domain.claims import Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -127,16 +127,14 @@ def recognize_in_background(store, the_settings, record_id, *, wait_for_progress
     return worker, result
 
 
-def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path, monkeypatch):
+def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path, hears_word_a_second):
     """P3: a step running longer than its lease renews it under its token; no other worker can
     take the record meanwhile, and the step saves. The recognizer takes 2 s a window (five
     windows: more than three leases) without the CPU a model would spend on it."""
-    import actors.steps
-
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=12))  # ~2 min
     s = settings(recognize_lease_seconds=3)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
-    monkeypatch.setattr(actors.steps, "engine", lambda _: WordASecond(pause=2.0))
+    hears_word_a_second(pause=2.0)
     worker, result = recognize_in_background(store, s, record_id, wait_for_progress=False)
     # the step's own claim first: a rival asking before it would simply be the step
     wait_until(lambda: "claimed" in kinds(store, record_id)[2:], 60, what="the step's claim")
