@@ -84,11 +84,13 @@ class Workers:
 
 
 def forwarder_pid(database_url: str) -> int | None:
-    """The OS process id of the worker whose listener holds the forwarder's lock, if one does."""
+    """The OS process id of the worker whose listener holds the forwarder's lock, if one does:
+    this test's database alone (another run on the same server has listeners of its own)."""
     with psycopg.connect(database_url, autocommit=True) as conn:
         row = conn.execute(
             "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'transcriber-wakeups %'"
+            "WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database() "
+            "AND a.application_name LIKE 'transcriber-wakeups %'"
         ).fetchone()
     return int(row[0].split()[1]) if row else None
 
@@ -96,7 +98,8 @@ def forwarder_pid(database_url: str) -> int | None:
 def standing_by(database_url: str) -> int:
     with psycopg.connect(database_url, autocommit=True) as conn:
         return conn.execute("SELECT count(*) FROM pg_stat_activity "
-                            "WHERE application_name LIKE 'transcriber-wakeups %'").fetchone()[0]
+                            "WHERE datname = current_database() "
+                            "AND application_name LIKE 'transcriber-wakeups %'").fetchone()[0]
 
 
 @pytest.fixture
