@@ -10,7 +10,7 @@
 # int8 dot product), neoverse-n1 (a Graviton 2: with it), ... COMMAND runs in a clone of this
 # checkout's HEAD inside a Debian arm64 root (made once under $ARM_ROOT, default
 # /opt/transcriber-arm64) through QEMU's user-mode emulation, which computes each instruction as
-# the CPU named would: the words are that CPU's; the speed is not (30 to 50 times slower).
+# the CPU named would: the words are that CPU's; the speed is not (about 100 times slower).
 #
 # Needs root (binfmt_misc, chroot, bind mounts) and Debian's package archive and the package
 # index. pgserver and pocketsphinx have no arm64 wheels: a command that needs a database gets

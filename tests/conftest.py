@@ -108,13 +108,12 @@ class WordASecond:
 @pytest.fixture
 def hears_word_a_second(monkeypatch):
     """Makes what this process recognises WordASecond's, for a test whose subject is the pipeline
-    around the words: `hears_word_a_second(pause=...)` puts it in place and returns it."""
+    around the words: `hears_word_a_second(pause=...)` puts it in place."""
     import actors.steps
 
-    def use(pause: float = 0.0) -> WordASecond:
+    def use(pause: float = 0.0) -> None:
         recognizer = WordASecond(pause)
         monkeypatch.setattr(actors.steps, "engine", lambda _: recognizer)
-        return recognizer
 
     return use
 
