@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 # Hesitations: transcribers write them or not as they please, so they are scored on neither side.
 FILLERS = frozenset("uh um uhm umm hm hmm mm mhm mmm er erm ah eh э эм ээ".split())
+# ... however long the sound is held in writing ("ummmmmm", "uhhh", "hmmmm", "ээээ"). Not "err"
+# or "ahem": the one is a verb, the other a word.
+HELD_FILLER = re.compile(r"u+h+|u+h*m+|h+m+|m+h*m+|a+h+|e+h+|э+м*")
 
 # One spelling for words written two ways; the right side is what is kept.
 SPELLINGS = {
@@ -91,7 +94,7 @@ def normalise(text: str, *, numbers: bool = True) -> list[str]:
     words: list[str] = []
     for word in text.split():
         words.extend(SPELLINGS.get(word, word).split())
-    return [w for w in _join_spelled_letters(words) if w not in FILLERS]
+    return [w for w in _join_spelled_letters(words) if w not in FILLERS and not HELD_FILLER.fullmatch(w)]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,15 @@ def test_spelling_that_carries_no_meaning_is_not_an_error():
     assert score("montreal uh forced um aligner", "Montréal forced aligner").wer == 0
 
 
+def test_a_held_hesitation_is_still_a_hesitation():
+    """However many letters a transcriber gives a held "um", it is the hesitation the scoring
+    leaves out on both sides, not an inserted word; words that only look like one still count."""
+    assert score("montreal forced a liner", "Montreal forced, ummmmmmmmm, a liner.").wer == 0
+    assert normalise("Uhhh, hmmmm... mm-hmm, ahhh, ээээ, эмм") == []
+    assert normalise("to err is human, ahem, hum") == ["to", "err", "is", "human", "ahem", "hum"]
+    assert score("the man hummed", "the man hummed").wer == 0
+
+
 def test_normaliser():
     assert normalise("Hello, World -- it's  “quoted”; <unk> [laughter] OK") == [
         "hello", "world", "it's", "quoted", "okay"]
