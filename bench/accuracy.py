@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from bench import data  # noqa: E402
+from bench.common import cpu  # noqa: E402
 from bench.wer import NONE, Errors, normalise, score  # noqa: E402
 
 @dataclass(frozen=True)
@@ -293,7 +294,7 @@ def main() -> None:
         results = [*(earlier[label] for label in earlier if label not in fresh), *fresh.values()]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
-        "machine": {"cpus": multiprocessing.cpu_count(), "platform": platform.platform(),
+        "machine": {"cpus": multiprocessing.cpu_count(), "platform": platform.platform(), "cpu": cpu(),
                     "python": platform.python_version()},
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": args.runs,  # of the last run
         "sources": [asdict(s) for s in data.SOURCES],

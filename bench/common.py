@@ -24,8 +24,32 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
+# The instruction families that decide which kernels CTranslate2 and oneDNN pick, and so the
+# words a model writes (int8 is exact only with a VNNI flavour).
+TEXT_FLAGS = ("avx", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def cpu() -> str:
+    """The CPU as a result needs to name it: model, family and the instruction families that
+    change the text ("AMD EPYC, family 25: avx avx2"), or the Features line of a CPU that is not
+    x86. A result whose words depend on the CPU is worthless without it."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return platform.machine()
+    if "flags" in fields:
+        present = set(fields["flags"].split())
+        kinds = " ".join(flag for flag in TEXT_FLAGS if flag in present) or "no AVX"
+        return f"{fields.get('model name', '?')}, family {fields.get('cpu family', '?')}: {kinds}"
+    return f"{platform.machine()} part {fields.get('CPU part', '?')}: {fields.get('Features', '')}"
+
+
 def machine() -> dict:
-    return {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
+    return {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(), "cpu": cpu(),
             "system": f"{platform.system()} {platform.release()}", "python": platform.python_version()}
 
 

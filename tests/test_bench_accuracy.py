@@ -55,3 +55,17 @@ def test_the_benchmark_recognises_with_the_service_engines():
     assert len(heard.text.split()) >= 10 and heard.language == "en"
     assert heard.wall > 0 and heard.cpu > 0
     assert compute is None  # pocketsphinx has no compute type to report
+
+
+def test_a_result_names_the_instruction_families_its_words_depend_on():
+    """Issue 15.1: text differs by CPU kind, so every accuracy result says which kind wrote it."""
+    from audio.whisper import cpu_flags
+    from bench.common import TEXT_FLAGS, cpu
+
+    flags = cpu_flags()
+    described = cpu()
+    if flags is None:  # not x86: the Features line stands for the flags
+        assert "part" in described
+    else:
+        named = set(described.partition(": ")[2].split())
+        assert named & set(TEXT_FLAGS) == flags & set(TEXT_FLAGS)
