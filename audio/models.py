@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +107,13 @@ def _verified(path: Path, expected: str, label: str) -> Path:
     return path
 
 
+def _private(path: Path) -> Path:
+    """A sibling of `path` no other process or thread writes: several worker processes check the
+    model at once when they start, and each must build its file whole before renaming it over
+    `path` (a shared temporary name would let one truncate what another is writing)."""
+    return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
+
+
 def _assemble(model: Bundled, cache: Path) -> Path:
     """A directory holding the model's files, each verified; split files are joined once into
     `cache` (and re-verified by their parts' hashes whenever the cache is missing or wrong)."""
@@ -123,8 +131,12 @@ def _assemble(model: Bundled, cache: Path) -> Path:
     for target, (package, inner) in single.items():
         source = _verified(_package_file(package, inner, model.install_hint), model.sha256[target], target)
         link = folder / target
-        if not link.exists():
-            os.symlink(source, link)
+        # A link another install left (a virtual environment made again elsewhere, a copied
+        # cache) may be dangling or point at files never verified here: point it at ours.
+        if not (link.is_symlink() and os.readlink(link) == str(source)):
+            spare = _private(link)
+            os.symlink(source, spare)
+            spare.replace(link)
     for target, parts in joined.items():
         out = folder / target
         stamp = folder / (target + ".sha256")
@@ -133,7 +145,7 @@ def _assemble(model: Bundled, cache: Path) -> Path:
             _verified(source, model.sha256[Path(inner).name], Path(inner).name)
         whole = _sha256(out) if out.is_file() else None
         if whole is None or not stamp.is_file() or stamp.read_text().strip() != whole:
-            partial = out.with_suffix(".partial")
+            partial = _private(out)
             with partial.open("wb") as handle:
                 for source in sources:
                     with source.open("rb") as piece:

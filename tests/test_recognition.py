@@ -355,6 +355,64 @@ def test_bundled_weights_verify_and_the_split_model_is_joined(tmp_path):
     assert joined.read_bytes()[:6] != b"damage"
 
 
+def test_a_model_cache_made_by_another_install_is_mended(tmp_path):
+    """Issue 15 §6: the joined base's cache links its small files to the installed packages. A
+    cache that outlived its install (the virtual environment made again elsewhere, or the cache
+    copied to another machine) holds links to files that are gone or are not this install's:
+    they are pointed at this install's verified files again instead of failing the start."""
+    from audio.models import resolve
+
+    base = Path(resolve("base", tmp_path))
+    config = base / "config.json"
+    installed = config.resolve()
+    config.unlink()
+    config.symlink_to(tmp_path / "gone" / "config.json")  # dangling: its install was deleted
+    stale = tmp_path / "tokenizer.json"
+    stale.write_text("{}")
+    (base / "tokenizer.json").unlink()
+    (base / "tokenizer.json").symlink_to(stale)  # another install's file, not the verified one
+    assert Path(resolve("base", tmp_path)) == base
+    assert config.resolve() == installed and config.read_bytes() == installed.read_bytes()
+    assert (base / "tokenizer.json").resolve() != stale.resolve()
+    assert (base / "tokenizer.json").read_text() != "{}"
+
+
+def test_worker_processes_starting_at_once_join_the_model_once_each_whole(tmp_path):
+    """Issue 15 §6: every process that recognises checks its model when it starts, so the worker
+    processes of `dramatiq actors --processes N` join the split base into an empty cache at the
+    same moment. Each builds its own copy under a private name and renames it into place: every
+    one of them starts, and the joined file is whole."""
+    from audio.models import BUNDLED, _sha256, resolve
+
+    ready = threading.Barrier(3)
+    folders, failures = [], []
+
+    def start():
+        ready.wait()
+        try:
+            folders.append(resolve("base", tmp_path))
+        except Exception as error:  # noqa: BLE001 (the assertion below names it)
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [] and len(set(folders)) == 1
+    joined = Path(folders[0]) / "model.bin"
+    assert (Path(folders[0]) / "model.bin.sha256").read_text() == _sha256(joined)
+    assert joined.stat().st_size == sum(Path(p).stat().st_size for p in _part_paths(BUNDLED["base"]))
+    assert [p.name for p in Path(folders[0]).iterdir() if "partial" in p.name] == []
+
+
+def _part_paths(model) -> list[str]:
+    from audio.models import _package_file
+
+    return [str(_package_file(package, inner, "")) for parts in model.files.values() if len(parts) > 1
+            for package, inner in parts]
+
+
 def test_upload_language_is_checked(store, owner, tmp_path):
     """Issue 7.2: a language the engine cannot do is refused at intake, nothing stored."""
     from service.intake import BadLanguage, accept_file
