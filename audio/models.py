@@ -160,7 +160,11 @@ def resolve(name: str, cache: Path) -> str:
     """What to hand faster-whisper for the model called `name`: a verified local directory, or
     a model name it may download. Raises ModelError with the reason."""
     if name in BUNDLED:
-        return str(_assemble(BUNDLED[name], cache))
+        try:
+            return str(_assemble(BUNDLED[name], cache))
+        except OSError as error:  # a cache that cannot be written: say where, not a traceback
+            raise ModelError(f"its files cannot be prepared in {cache}: {error.strerror or error}"
+                             f"{f' ({error.filename})' if error.filename else ''}") from None
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "model.bin").is_file():

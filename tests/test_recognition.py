@@ -377,6 +377,17 @@ def test_a_model_cache_made_by_another_install_is_mended(tmp_path):
     assert (base / "tokenizer.json").read_text() != "{}"
 
 
+def test_a_model_cache_that_cannot_be_written_is_one_clear_error(tmp_path):
+    """Issue 15 §6: a model cache that cannot be made (here its parent is a file; a full disk or
+    a read-only home read the same way) fails the model check with the place named, not with a
+    traceback."""
+    from audio.models import ModelError, resolve
+
+    (tmp_path / "home").write_text("a file where the service's home should be")
+    with pytest.raises(ModelError, match="cannot be prepared in .*home/models: Not a directory"):
+        resolve("base", tmp_path / "home" / "models")
+
+
 def test_worker_processes_starting_at_once_join_the_model_once_each_whole(tmp_path):
     """Issue 15 §6: every process that recognises checks its model when it starts, so the worker
     processes of `dramatiq actors --processes N` join the split base into an empty cache at the
