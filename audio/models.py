@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +115,21 @@ def _private(path: Path) -> Path:
     return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
 
 
+# A partial copy no process has written to for this long was left by one killed mid-join (a live
+# one is written to without pause: joining takes seconds).
+ABANDONED_SECONDS = 600
+
+
+def _sweep_abandoned(out: Path) -> None:
+    """The partial copies of `out` that processes killed while joining it left behind."""
+    for stale in out.parent.glob(f"{out.name}.*.partial"):
+        try:
+            if time.time() - stale.stat().st_mtime > ABANDONED_SECONDS:
+                stale.unlink()
+        except FileNotFoundError:  # another process swept or renamed it first
+            pass
+
+
 def _assemble(model: Bundled, cache: Path) -> Path:
     """A directory holding the model's files, each verified; split files are joined once into
     `cache` (and re-verified by their parts' hashes whenever the cache is missing or wrong)."""
@@ -140,6 +156,7 @@ def _assemble(model: Bundled, cache: Path) -> Path:
     for target, parts in joined.items():
         out = folder / target
         stamp = folder / (target + ".sha256")
+        _sweep_abandoned(out)
         sources = [_package_file(package, inner, model.install_hint) for package, inner in parts]
         for (package, inner), source in zip(parts, sources):
             _verified(source, model.sha256[Path(inner).name], Path(inner).name)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -415,6 +416,22 @@ def test_worker_processes_starting_at_once_join_the_model_once_each_whole(tmp_pa
     assert (Path(folders[0]) / "model.bin.sha256").read_text() == _sha256(joined)
     assert joined.stat().st_size == sum(Path(p).stat().st_size for p in _part_paths(BUNDLED["base"]))
     assert [p.name for p in Path(folders[0]).iterdir() if "partial" in p.name] == []
+
+
+def test_a_join_a_killed_process_left_half_done_is_swept(tmp_path):
+    """INV-1 for the model cache: a process killed while joining base leaves its private partial
+    copy (145 MB); the next start sweeps such a copy once nothing has written to it for ten
+    minutes, and leaves alone one another process may still be writing."""
+    from audio.models import ABANDONED_SECONDS, resolve
+
+    folder = Path(resolve("base", tmp_path))
+    abandoned, live = folder / "model.bin.4242.1.partial", folder / "model.bin.4243.1.partial"
+    abandoned.write_bytes(b"half a model")
+    live.write_bytes(b"being written")
+    long_ago = time.time() - ABANDONED_SECONDS - 60
+    os.utime(abandoned, (long_ago, long_ago))
+    assert Path(resolve("base", tmp_path)) == folder
+    assert not abandoned.exists() and live.exists()
 
 
 def _part_paths(model) -> list[str]:
