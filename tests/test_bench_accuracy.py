@@ -32,7 +32,7 @@ def test_a_held_hesitation_is_still_a_hesitation():
     assert score("montreal forced a liner", "Montreal forced, ummmmmmmmm, a liner.").wer == 0
     assert normalise("Uhhh, hmmmm... mm-hmm, ahhh, ээээ, эмм") == []
     assert normalise("to err is human, ahem, hum") == ["to", "err", "is", "human", "ahem", "hum"]
-    assert score("the man hummed", "the man hummed").wer == 0
+    assert normalise("the man hummed, mmm") == ["the", "man", "hummed"]
 
 
 def test_normaliser():
