@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:
 
 from db import Database, Store  # noqa: E402
 from service import logs  # noqa: E402
+from stand_ins import WordASecond  # noqa: E402
 
 _embedded = {}
 
@@ -81,28 +82,6 @@ def wait_until(predicate, seconds: float, every: float = 0.1, what: str = "the c
             return value
         assert time.monotonic() < deadline, f"{what}: not within {seconds}s"
         time.sleep(every)
-
-
-class WordASecond:
-    """A recognizer that hears one word a second: one segment per window, with word times (so a
-    change of speaker splits it), at no cost. For the tests whose subject is the pipeline around
-    recognition (leases, speakers), not its words: the recordings and the windows stay real.
-    `pause` makes each window take that long, as a slow model would, without spending CPU."""
-
-    name = "word-a-second"
-
-    def __init__(self, pause: float = 0.0):
-        self.pause = pause
-
-    def recognize(self, pcm, language, beat, prompt=None):
-        from audio.decode import SAMPLE_RATE
-        from audio.recognized import Recognized
-
-        time.sleep(self.pause)
-        seconds = len(pcm) / (2 * SAMPLE_RATE)
-        words = [{"word": "word", "start": float(t), "end": min(t + 0.8, seconds)} for t in range(int(seconds))]
-        text = " ".join(w["word"] for w in words)
-        return Recognized(segments=[{"start": 0.0, "end": seconds, "text": text, "words": words}], language="en")
 
 
 @pytest.fixture

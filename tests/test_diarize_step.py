@@ -18,12 +18,13 @@ from actors.work import Outcome, run_once
 from audio import speakers
 from audio.decode import SAMPLE_RATE, pcm16k
 from audio.formats import render_record
-from conftest import ROOT, WordASecond, drop_queue, kinds, listening, policy, settings, wait_until
+from conftest import ROOT, drop_queue, kinds, listening, policy, settings, wait_until
 from domain.card import card
 from domain.claims import NO_WORK
 from domain.resume import NotHalted, resume
 from domain.stages import Step
 from service.intake import accept_file
+from stand_ins import WordASecond
 from test_workers import Processes
 
 pytestmark = pytest.mark.skipif(not speakers.available(),

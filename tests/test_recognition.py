@@ -117,7 +117,8 @@ def test_checkpoints_window_by_window(store, owner, tmp_path):
 
 WORKER = """
 import sys, time
-sys.path.insert(0, {root!r})
+sys.path[:0] = [{root!r}, {tests!r}]
+import window_hook  # the words are a stand-in's; the windows, checkpoints and claims are real
 from actors.work import run_once
 from domain.stages import Step
 from service import config
@@ -133,22 +134,25 @@ while True:
 """
 
 
-def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path, env):
-    """Issue 7.4, issue 16 §1: a worker process killed mid-file (SIGKILL of its process group,
-    recognizer included) leaves its checkpoints; the next worker takes the record over once the
-    lease ran out and goes on from the last checkpoint: no window recognised twice (each stored once, by
-    the claim that recognised it), the text is assembled once at done from both claims' windows
-    and equals an uninterrupted run's, and neither record keeps its converted audio."""
+def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path, env, hears_word_a_second):
+    """Issue 7.4, issue 16 §1: a worker process killed mid-file (SIGKILL of its process group)
+    leaves its checkpoints; the next worker takes the record over once the lease ran out and goes
+    on from the last checkpoint: no window recognised twice (each stored once, by the claim that
+    recognised it), the text is assembled once at done from both claims' windows and equals an
+    uninterrupted run's, and neither record keeps its converted audio. The first worker is killed
+    once its first window is saved, busy on the second (`window_hook`); the words are a stand-in's
+    (what a real model writes after a resume is test_same_audio_same_text_whatever_was_decoded_before's)."""
     path = encode(tmp_path / "long.flac", "flac", repeat=6)  # ~59 s: two windows, the kill during the second
     s = settings(recognize_lease_seconds=8)
     interrupted = accept(store, owner, path)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
     worker_env = {**env, "TRANSCRIBER_RECOGNIZE_LEASE_SECONDS": "8"}
-    script = WORKER.format(root=str(ROOT))
-    first = subprocess.Popen([sys.executable, "-c", script], env=worker_env, start_new_session=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    script = WORKER.format(root=str(ROOT), tests=str(ROOT / "tests"))
+    first = subprocess.Popen([sys.executable, "-c", script], env={**worker_env, "WINDOW_HOOK_DIR": str(tmp_path)},
+                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        wait_until(lambda: checkpoints(store, interrupted), 240, every=0.2, what="the first checkpoint")
+        wait_until(lambda: (tmp_path / "busy").exists() or first.poll() is not None, 240, every=0.2,
+                   what="the first window saved")
         os.killpg(first.pid, signal.SIGKILL)
     finally:
         first.wait(timeout=60)
@@ -157,11 +161,12 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
     second = subprocess.run([sys.executable, "-c", script], env=worker_env, start_new_session=True,
                             capture_output=True, timeout=900)
     assert b"saved" in second.stdout
+    hears_word_a_second()
     uninterrupted = accept(store, owner, path)  # the same audio, recognised in one go here
     assert work_until_idle(store, s) == [Outcome.SAVED, Outcome.SAVED]
     resumed, whole = store.read_record(interrupted), store.read_record(uninterrupted)
     assert resumed["stage"] == whole["stage"] == "done"
-    assert resumed["transcript"] == whole["transcript"]
+    assert resumed["transcript"] and resumed["transcript"] == whole["transcript"]
     assert store.transcript(interrupted)["segments"] == store.transcript(uninterrupted)["segments"]
     assert resumed["converted_blob_id"] is None and whole["converted_blob_id"] is None  # PCM let go at done
     marks = checkpoints(store, interrupted)

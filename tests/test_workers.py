@@ -14,7 +14,9 @@ import time
 import pytest
 
 from conftest import ROOT, drop_queue, kinds, wait_until
-from media import encode
+from audio.windows import windows
+from media import encode, speech_pcm
+from stand_ins import words_heard
 
 REDIS_DB = 13
 
@@ -37,6 +39,14 @@ def redis_env(env):
     drop_queue(env["TRANSCRIBER_QUEUE"], redis_url=url)
 
 
+def stand_in(env: dict, busy_in=None) -> dict:
+    """`env` for workers that load `window_hook`: their recognizer is a stand-in (the subject is
+    the workers and the broker, not the words); with `busy_in`, a folder, each stays busy after
+    its first window until killed or stopped, a `busy` file there saying so."""
+    return {**env, "WORKER_MODULES": "window_hook", "PYTHONPATH": f"{ROOT / 'tests'}:{env['PYTHONPATH']}",
+            **({"WINDOW_HOOK_DIR": str(busy_in)} if busy_in else {})}
+
+
 class Processes:
     def __init__(self):
         self.running: list[subprocess.Popen] = []
@@ -50,7 +60,9 @@ class Processes:
         return process
 
     def worker(self, env, log=None):
-        return self.start(env, "-m", "dramatiq", "actors", "--processes", "1", "--threads", "2", log=log)
+        """`dramatiq actors`, and the modules `env` names in WORKER_MODULES (a test's hooks)."""
+        hooks = env.get("WORKER_MODULES", "").split()
+        return self.start(env, "-m", "dramatiq", "actors", *hooks, "--processes", "1", "--threads", "2", log=log)
 
     def scheduler(self, env):
         return self.start(env, "-m", "transcriber.cli", "scheduler")
@@ -78,11 +90,11 @@ def processes():
 
 def test_two_worker_processes_and_scheduler_on_redis(store, owner, redis_env, processes, tmp_path):
     """Two `dramatiq actors` processes and the scheduler on Redis: 20 records all done, each step
-    claimed and saved once per record."""
+    claimed and saved once per record. The conversions are real; the words are a stand-in's."""
     audio = encode(tmp_path / "speech.mp3", "mp3", seconds=3).read_bytes()  # many records, each short
     ids = [store.accept(owner["id"], [audio]) for _ in range(20)]
-    processes.worker(redis_env)
-    processes.worker(redis_env)
+    processes.worker(stand_in(redis_env))
+    processes.worker(stand_in(redis_env))
     processes.scheduler(redis_env)
     wait_until(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 300)
     for record_id in ids:
@@ -93,18 +105,20 @@ def test_two_worker_processes_and_scheduler_on_redis(store, owner, redis_env, pr
 
 
 def test_killed_worker_loses_nothing(store, owner, redis_env, processes, tmp_path):
-    """INV-1: a worker killed with SIGKILL mid-recognition; after the lease another worker
-    finishes the record. The journal shows two recognition claims and one save."""
+    """INV-1: a worker killed with SIGKILL mid-recognition (its first window saved, busy on the
+    next); after the lease another worker finishes the record. The journal shows two recognition
+    claims and one save, and the text has every window's words once."""
     env = {**redis_env, "TRANSCRIBER_RECOGNIZE_LEASE_SECONDS": "3"}
-    record_id = store.accept(owner["id"], [encode(tmp_path / "long.flac", "flac", repeat=12).read_bytes()])
+    record_id = store.accept(owner["id"], [encode(tmp_path / "long.wav", "wav", repeat=6).read_bytes()])
     processes.scheduler(env)
-    doomed = processes.worker(env)
-    wait_until(lambda: store.read_record(record_id)["stage"] == "converted"
-             and (store.read_record(record_id)["progress_seconds"] or 0) > 0, 300)
+    doomed = processes.worker(stand_in(env, busy_in=tmp_path))
+    wait_until(lambda: (tmp_path / "busy").exists(), 300)
+    assert (store.read_record(record_id)["progress_seconds"] or 0) > 0
     processes.kill(doomed)
     killed_at = time.monotonic()
-    processes.worker(env)
+    processes.worker(stand_in(env))
     wait_until(lambda: store.read_record(record_id)["stage"] == "done", 600)
+    assert store.read_record(record_id)["transcript"].split() == words_heard(windows([speech_pcm() * 6]))
     events = store.events(record_id)
     recognition_claims = [e for e in events if e["kind"] == "claimed" and e["stage"] == "converted"]
     assert len(recognition_claims) == 2
@@ -116,12 +130,12 @@ def test_killed_worker_loses_nothing(store, owner, redis_env, processes, tmp_pat
 def test_sigterm_gives_claims_back_and_stops_cleanly(store, owner, redis_env, processes, tmp_path):
     """INV-1: SIGTERM to a worker mid-recognition: the step stops, gives its claim back at once
     (no waiting out the lease), nothing is saved; SIGTERM stops the scheduler cleanly too."""
-    record_id = store.accept(owner["id"], [encode(tmp_path / "long.flac", "flac", repeat=12).read_bytes()])
+    record_id = store.accept(owner["id"], [encode(tmp_path / "long.flac", "flac", repeat=6).read_bytes()])
     env = {**redis_env, "TRANSCRIBER_RECOGNIZE_LEASE_SECONDS": "3"}
     scheduler = processes.scheduler(env)
     log = (tmp_path / "worker.log").open("w")
-    worker = processes.worker(env, log=log)
-    wait_until(lambda: (store.read_record(record_id)["progress_seconds"] or 0) > 0, 300)
+    worker = processes.worker(stand_in(env, busy_in=tmp_path), log=log)
+    wait_until(lambda: (tmp_path / "busy").exists(), 300)  # a window saved, busy on the next
     worker.send_signal(signal.SIGTERM)  # to the main process, which passes it on to its workers
     assert worker.wait(timeout=60) == 0, (tmp_path / "worker.log").read_text()
     row = store.read_record(record_id)
