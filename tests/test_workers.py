@@ -39,12 +39,13 @@ def redis_env(env):
     drop_queue(env["TRANSCRIBER_QUEUE"], redis_url=url)
 
 
-def stand_in(env: dict, busy_in=None) -> dict:
+def stand_in(env: dict, busy_in=None, pause: float = 0.0) -> dict:
     """`env` for workers that load `window_hook`: their recognizer is a stand-in (the subject is
-    the workers and the broker, not the words); with `busy_in`, a folder, each stays busy after
-    its first window until killed or stopped, a `busy` file there saying so."""
+    the workers and the broker, not the words) taking `pause` seconds a window; with `busy_in`,
+    a folder, each stays busy after its first window until killed or stopped, a `busy` file
+    there saying so."""
     return {**env, "WORKER_MODULES": "window_hook", "PYTHONPATH": f"{ROOT / 'tests'}:{env['PYTHONPATH']}",
-            **({"WINDOW_HOOK_DIR": str(busy_in)} if busy_in else {})}
+            "WINDOW_HOOK_PAUSE": str(pause), **({"WINDOW_HOOK_DIR": str(busy_in)} if busy_in else {})}
 
 
 class Processes:
