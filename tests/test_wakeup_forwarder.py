@@ -20,6 +20,7 @@ import pytest
 
 from conftest import ROOT, drop_queue, free_port, listening, wait_until
 from media import encode
+from test_workers import stand_in
 
 REDIS_DB = 12
 WORKERS = 4
@@ -54,7 +55,8 @@ class Workers:
     def start(self, processes: int) -> None:
         port = free_port()
         process = subprocess.Popen(
-            [sys.executable, "-m", "dramatiq", "actors", "--processes", str(processes), "--threads", "1"],
+            [sys.executable, "-m", "dramatiq", "actors", *self.env.get("WORKER_MODULES", "").split(),
+             "--processes", str(processes), "--threads", "1"],
             env={**self.env, "TRANSCRIBER_METRICS_PORT": str(port)}, cwd=ROOT, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.running[process] = port
@@ -105,7 +107,8 @@ def standing_by(database_url: str) -> int:
 @pytest.fixture
 def workers(env):
     url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    group = Workers({**env, "TRANSCRIBER_BROKER_URL": url, "TRANSCRIBER_ENGINE": "pocketsphinx",
+    # the words are a stand-in's: the subject is who is woken, not what is heard
+    group = Workers({**stand_in(env), "TRANSCRIBER_BROKER_URL": url, "TRANSCRIBER_ENGINE": "pocketsphinx",
                      "TRANSCRIBER_TICK_SECONDS": "60"})
     yield group
     group.stop_all()
