@@ -28,8 +28,10 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this ma
 WAIT_MS = 180_000
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium for a module's tests (a launch costs some 2.5 CPU-s); each test works in
+    contexts of its own, which share no cookies or storage."""
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM,
                                               args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
