@@ -8,7 +8,9 @@ import threading
 
 
 class Relay:
-    """A TCP relay to `upstream` that can pass, hang or close."""
+    """A TCP relay to `upstream` that can pass, hang or close. An upstream host that is a folder
+    is a PostgreSQL server's socket folder (the embedded server of a machine with none running):
+    its socket for that port is used."""
 
     def __init__(self, upstream: tuple[str, int], port: int = 0):
         self.upstream = upstream
@@ -35,7 +37,7 @@ class Relay:
         self.passing.wait()  # while hung, a new connection is accepted and never answered
         if self.closed:
             return
-        server = socket.create_connection(self.upstream)
+        server = _connect(*self.upstream)
         with self.lock:
             self.sockets.append(server)
         peers = {client: server, server: client}
@@ -80,3 +82,11 @@ class Relay:
                     pass
                 if close:
                     sock.close()
+
+
+def _connect(host: str, port: int) -> socket.socket:
+    if not host.startswith("/"):
+        return socket.create_connection((host, port))
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.connect(f"{host}/.s.PGSQL.{port}")
+    return server
