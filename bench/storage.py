@@ -155,12 +155,23 @@ def stored_bytes(db: MeteredDatabase, record_id: int) -> dict:
     return {**row, "relations": {s["relname"]: s["bytes"] for s in sizes}}
 
 
+NO_WALINSPECT = ("bench/storage.py reads the WAL with pg_walinspect, which this PostgreSQL server does not "
+                 "have (the embedded one lacks it): point TRANSCRIBER_DATABASE_URL at a server of 15 or later "
+                 "with its contrib modules")
+
+
+def has_walinspect(conn) -> bool:
+    return conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_walinspect'").fetchone() is not None
+
+
 def run(hours: float, folder: Path) -> dict:
     recording = folder / "long.ogg"
     seconds = build(recording, hours * 60, "sample")
     audio_hours = seconds / 3600
     with scratch_database() as url:
         with psycopg.connect(url, autocommit=True) as conn:
+            if not has_walinspect(conn):
+                raise SystemExit(NO_WALINSPECT)
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
             server = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in ("checkpoint_timeout", "max_wal_size")}
         db = MeteredDatabase(url)
