@@ -73,15 +73,17 @@ def test_delete_erases_record_audio_text_and_journal(make_api, store, db, tmp_pa
               theirs + 1000)
 
 
-def test_delete_during_recognition_refuses_the_step(make_api, store, db, tmp_path):
-    """issue 9 §2: deleting a record while recognition holds it (a real run on a thread): the
-    step's next checkpoint or renewal is refused, it stops early, nothing is re-created (no
-    row, no audio, no journal line but the deletion)."""
+def test_delete_during_recognition_refuses_the_step(make_api, store, db, tmp_path, hears_word_a_second):
+    """issue 9 §2: deleting a record while recognition holds it (a real run on a thread, whose
+    recognizer takes 2 s a window without a model's CPU): the step's next checkpoint or renewal
+    is refused, it stops early, nothing is re-created (no row, no audio, no journal line but the
+    deletion)."""
     api = make_api()
     alice = api.token("alice")
-    record_id = api.upload(alice, encode(tmp_path / "long.flac", "flac", repeat=8)).json()["id"]  # ~80 s
+    record_id = api.upload(alice, encode(tmp_path / "long.flac", "flac", repeat=12)).json()["id"]  # ~2 min
     s = settings(recognize_lease_seconds=3)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    hears_word_a_second(pause=2.0)
     worker, result = recognize_in_background(store, s, record_id)
     assert api.card(alice, record_id)["working"]
     assert api.http.delete(f"/records/{record_id}", headers=api.auth(alice)).status_code == 204

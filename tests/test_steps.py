@@ -154,13 +154,15 @@ def test_lease_renewal_keeps_a_long_step_alive(store, owner, tmp_path, hears_wor
     assert kinds(store, record_id).count("claimed") == 2  # one convert, one recognize
 
 
-def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_path, db):
+def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_path, db, hears_word_a_second):
     """P3-S3 on a running step: its renewals were lost, another claimer took the record and
     halted it, a human resumed it; the first step's next renewal is refused, it stops early
-    and saves nothing (save_refused in the journal)."""
+    and saves nothing (save_refused in the journal). The recognizer takes 2 s a window (five
+    windows) without a model's CPU."""
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=12))  # ~2 min
     s = settings(recognize_lease_seconds=3)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
+    hears_word_a_second(pause=2.0)
     worker, result = recognize_in_background(store, s, record_id)
     deadline = time.monotonic() + 30
     other = None
