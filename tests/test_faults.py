@@ -1,6 +1,7 @@
 """Fault injection (issue 8 §3): real worker processes (`dramatiq actors`, each in a process
-group of its own with its recognizer children), real PostgreSQL, a real Redis broker this module
-starts on a port of its own.
+group of its own with its recognizer children; in the short profile, a stand-in hears the words
+where the fault is not the recognizer: `Profile.real_words`), real PostgreSQL, a real Redis
+broker this module starts on a port of its own.
 
 Each fault test ends with `transcriber check` (issue 8 §4) answering 0, and prints one line of
 figures (`-s` shows them; RELIABILITY.md keeps them). Two profiles: `short`, the default and the
