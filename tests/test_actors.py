@@ -48,10 +48,12 @@ def test_no_work_run_is_not_a_failure(stub):
     assert lines == []
 
 
-def test_actor_drains_backlog_from_one_wakeup(stub, store, owner, tmp_path):
-    """An actor that found work sends itself again: one wake-up per step drains the backlog."""
+def test_actor_drains_backlog_from_one_wakeup(stub, store, owner, tmp_path, hears_word_a_second):
+    """An actor that found work sends itself again: one wake-up per step drains the backlog.
+    The words are a stand-in's."""
     import dramatiq
 
+    hears_word_a_second()
     path = encode(tmp_path / "a.wav", "wav")
     ids = [store.accept(owner["id"], [path.read_bytes()]) for _ in range(3)]
     worker = dramatiq.Worker(stub, worker_threads=2, worker_timeout=100)

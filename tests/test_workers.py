@@ -168,16 +168,19 @@ def test_bad_broker_url_fails_fast(env, url):
 
 @pytest.mark.skipif(not _listening(5672), reason="no RabbitMQ on 127.0.0.1:5672")
 def test_worker_and_scheduler_on_rabbitmq(store, owner, env, processes, tmp_path):
-    """The same pipeline with RabbitMQ as the broker."""
+    """The same pipeline with RabbitMQ as the broker; the words are a stand-in's."""
     url = "amqp://guest:guest@127.0.0.1:5672/%2F"
     rabbit_env = {**env, "TRANSCRIBER_BROKER_URL": url, "TRANSCRIBER_TICK_SECONDS": "0.5"}
     audio = encode(tmp_path / "speech.opus", "opus").read_bytes()
     ids = [store.accept(owner["id"], [audio]) for _ in range(3)]
     try:
-        processes.worker(rabbit_env)
+        processes.worker(stand_in(rabbit_env))
         processes.scheduler(rabbit_env)
         wait_until(lambda: all(store.read_record(i)["stage"] == "done" for i in ids), 600)
     finally:
         processes.stop_all()
         drop_queue(env["TRANSCRIBER_QUEUE"], amqp_url=url)
     assert all(kinds(store, i).count("advanced") == 2 for i in ids)
+    for record_id in ids:  # one window: a word for each whole second of the converted audio
+        row = store.read_record(record_id)
+        assert row["transcript"].split() == ["word"] * int(round(row["duration_seconds"], 3))
