@@ -61,6 +61,25 @@ def parse(raw: str) -> SearchQuery:
     return SearchQuery(text, word.lower())
 
 
+def said_at(snippet: str, words: list[dict] | None, start: float | None) -> float | None:
+    """When the hit's first matched word was said: the start of the earliest of the segment's
+    timed `words` that holds a word the snippet marks (compared in lower case, ё as е, as the
+    text is indexed), so a hit in a long segment plays from its word, not from the segment's
+    start. `start` (the segment's) when the segment has no timed words or none of them is
+    marked; None for a hit in the title, summary or topics."""
+    if start is None:
+        return None
+    marked = {part for piece in snippet.split(MARK_START)[1:] for part in _parts(piece.split(MARK_STOP)[0])}
+    for word in words or []:
+        if marked.intersection(_parts(word.get("word", ""))) and word.get("start") is not None:
+            return max(float(word["start"]), start)
+    return start
+
+
+def _parts(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("ё", "е"))
+
+
 def clock(seconds: float | None) -> str:
     """`seconds` as hh:mm:ss (a title hit, with no time, is 00:00:00)."""
     whole = int(seconds or 0)

@@ -1,6 +1,7 @@
 """The owner's search, as the HTTP API and the command line both run it (issue 18): the text
 checked and shaped by `domain.search`, the hits read by the store, each hit shaped for a reader
-(its record's id, title and card address, its time, the snippet with its words marked)."""
+(its record's id, title and card address, its segment's time and when its first matched word
+was said, the snippet with its words marked)."""
 from __future__ import annotations
 
 from datetime import date
@@ -8,7 +9,7 @@ from datetime import date
 from db import Store
 from domain.card import links
 from db.search import Counted
-from domain.search import MAX_COUNTED, QueryProblem, parse
+from domain.search import MAX_COUNTED, QueryProblem, parse, said_at
 
 __all__ = ["Counted", "QueryProblem", "hits"]
 
@@ -29,5 +30,6 @@ def hits(store: Store, owner_id: int, raw: str, *, limit: int, offset: int = 0, 
 
 def _hit(row: dict) -> dict:
     return {"record": {"id": row["record_id"], "title": row["title"], "card": links(row["record_id"])["self"]},
-            "start": row["start_seconds"], "end": row["end_seconds"], "snippet": row["snippet"],
+            "start": row["start_seconds"], "end": row["end_seconds"],
+            "at": said_at(row["snippet"], row["words"], row["start_seconds"]), "snippet": row["snippet"],
             "rank": round(float(row["rank"]), 6)}

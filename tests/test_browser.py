@@ -353,7 +353,8 @@ def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp
     russian_page.click("#search button[type=submit]")
     assert russian_page.wait_for_selector("#search-none").inner_text() == "Ничего не найдено."
 
-    # "ship" is said at 0:04 (Alice, then S2, in one segment) and at 0:10 (S2 alone)
+    # "ship" is said at 0:08, in a segment Alice opens (0:04–0:10), and at 0:11 in one of S2's
+    # alone: each hit is at its word, not at its segment's start
     assert russian_page.get_attribute("#search-speaker", "placeholder") == "Говорящий (S1 или имя)"
     def hits_at(times: str) -> str:  # the page's hits on the diarized record are at these times
         return (f"() => [...document.querySelectorAll('#hits-{spoken} a.hit-time')]"
@@ -361,10 +362,10 @@ def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp
 
     russian_page.fill("#search-q", "ship")
     russian_page.click("#search button[type=submit]")
-    russian_page.wait_for_function(hits_at("0:04 0:10"))
+    russian_page.wait_for_function(hits_at("0:08 0:11"))
     russian_page.fill("#search-speaker", "alice")
     russian_page.click("#search button[type=submit]")
-    russian_page.wait_for_function(hits_at("0:04"))
+    russian_page.wait_for_function(hits_at("0:08"))
     russian_page.fill("#search-speaker", "S3")  # nobody of that label: nothing found
     russian_page.click("#search button[type=submit]")
     russian_page.wait_for_selector("#search-none")

@@ -63,6 +63,33 @@ def test_a_word_is_found_at_the_second_it_was_said(store, world):
     assert {start for _, start in found(search(alice, "recording or budget"))} == {5.0, 88.5}
 
 
+def test_a_hit_is_at_its_first_matched_word(store, world):
+    """Issue 18 §API: a hit says when its first matched word was said (`at`, from the segment's
+    word times), besides its segment's start and end: "pipeline" is the third of eight words
+    timed evenly over 83.0–88.5 s; of two words asked, the earlier one said; an inflected or
+    prefix match, and ё for е, are found at their word too. A segment without word times is at
+    its start; a title hit has no time. The command line prints `at`."""
+    app, search, alice, _, ids = world
+    timed = done_record(store, ids["alice"], TALK, title="Minutes", windows=2, words=True)
+    untimed = done_record(store, ids["alice"], [(3.0, 9.0, "The pipeline again, untimed.")])
+    russian = done_record(store, ids["alice"], RUSSIAN, language="ru", words=True)
+
+    def at(q) -> dict[int, float | None]:
+        answer = search(alice, q)
+        assert answer.status_code == 200, answer.text
+        return {item["record"]["id"]: item["at"] for item in answer.json()["items"]}
+
+    pipeline_said = 83.0 + 2 * (88.5 - 83.0) / 8
+    assert at("pipeline") == {timed: pytest.approx(pipeline_said, abs=0.001), untimed: 3.0}
+    assert at("pipel")[timed] == pytest.approx(pipeline_said, abs=0.001)
+    assert at("tuesday stalled")[timed] == pytest.approx(83.0 + 3 * 5.5 / 8, abs=0.001)  # "stalled" first
+    item = next(i for i in search(alice, "pipeline").json()["items"] if i["record"]["id"] == timed)
+    assert (item["start"], item["end"]) == (83.0, 88.5)  # the segment's own times stay
+    assert at("конвейер") == {russian: pytest.approx(4.0 + 5.0 / 6, abs=0.001)}    # "конвейера", the 2nd of 6
+    assert at("елка") == {russian: pytest.approx(9.0 + 6.0 / 5, abs=0.001)}        # "ёлка", the 2nd of 5
+    assert at("minutes") == {timed: None}                                          # in the title only
+
+
 def test_russian_inflections_and_yo(store, world):
     """Issue 18 §Index: a Russian record is indexed with the russian configuration ("конвейер"
     finds "конвейера"); ё and е match both ways; a Cyrillic prefix works."""

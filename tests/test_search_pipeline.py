@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from media import encode
+from searching import timed_words
 from test_http import make_api  # noqa: F401  (fixture)
 from test_remote_engine import KEY, StandIn
 
@@ -35,17 +36,19 @@ class Narrator(StandIn):
             seconds = wav.getnframes() / wav.getframerate()
         language = form.get("language") or "en"
         ordinary, marked = WORDS[language]
-        segments, at = [], 0.0
+        segments, words, at = [], [], 0.0
         while at < seconds - 0.01:
             end = min(seconds, at + SEGMENT_SECONDS)
             absolute = self.heard_seconds
             said = marked if absolute + at <= SAID_AT < absolute + end else ordinary
             segments.append({"id": len(segments), "start": at, "end": end, "text": " " + said})
+            words += timed_words(at, end, said)
             at = end
         self.heard_seconds += seconds
         return JSONResponse({"task": "transcribe", "language": {"ru": "russian"}.get(language, "english"),
                              "duration": seconds, "text": " ".join(s["text"] for s in segments),
-                             "segments": segments})
+                             "segments": segments, "words": words})
+
 
 
 @pytest.fixture
@@ -58,8 +61,9 @@ def narrator():
 @pytest.mark.parametrize("language, query", [("en", "pipeline"), ("ru", "конвейер")])
 def test_words_said_at_a_second_are_found_there(make_api, narrator, tmp_path, language, query):
     """Issue 18 §Tests: a word said at 00:01:23 of a recording that went through the pipeline is
-    found with `start` <= 83 < `end` (its segment's); in Russian, "конвейер" finds "конвейера";
-    another owner finds nothing of it."""
+    found with `start` <= 83 < `end` (its segment's) and `at` the second its word was said (the
+    third of four words timed evenly over the segment; "конвейера" the second of three); in
+    Russian, "конвейер" finds "конвейера"; another owner finds nothing of it."""
     api = make_api(engine="openai", openai_base_url=narrator.base_url, openai_api_key=KEY)
     alice, bob = api.token("alice"), api.token("bob")
     path = encode(tmp_path / "talk.wav", "wav", repeat=10)  # about 100 s
@@ -75,5 +79,8 @@ def test_words_said_at_a_second_are_found_there(make_api, narrator, tmp_path, la
     assert [item["record"]["id"] for item in found["items"]] == [record]
     hit = found["items"][0]
     assert hit["start"] <= SAID_AT < hit["end"] and "<mark>" in hit["snippet"]
+    marked = WORDS[language][1].split()
+    index = next(i for i, word in enumerate(marked) if word.startswith(query))
+    assert hit["at"] == pytest.approx(hit["start"] + index * (hit["end"] - hit["start"]) / len(marked), abs=0.01)
     assert api.http.get("/search", params={"q": query}, headers=api.auth(bob)).json() == {
         "items": [], "total": 0, "total_capped": False, "next": None}

@@ -21,7 +21,7 @@ def cmd_search(args, settings) -> int:
         raise UserError(str(problem)) from None
     for hit in found:
         snippet = " ".join(hit["snippet"].replace(MARK_START, "[").replace(MARK_STOP, "]").split())
-        print(f"{hit['record']['id']}  {clock(hit['start'])}  {snippet}")
+        print(f"{hit['record']['id']}  {clock(hit['at'])}  {snippet}")
     if total > len(found):
         print(f"({len(found)} of {'more than ' if capped else ''}{total} hits shown; --limit shows more)")
     return 0

@@ -35,7 +35,8 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
                                            description="only what this speaker said: a label (S1) or the "
                                                        "name the owner gave it")):
         """The caller's segments (and titles, summaries, topics) that match `q`, best first; each
-        hit names its record, its time and a snippet with the matched words in `<mark>`. `total`
+        hit names its record, its segment's `start` and `end`, `at` (when its first matched word
+        was said; null for a title hit) and a snippet with the matched words in `<mark>`. `total`
         counts up to 1,000 hits: when more match, it is 1000 with `total_capped` true, and the
         pages are the best of the first 1,000 found."""
         if len(q) > MAX_QUERY_CHARS:

@@ -19,11 +19,12 @@ function snippetOf(snippet) {
 
 function hitLink(item) {
   const id = item.record.id;
-  if (item.start === null || item.start === undefined) {
+  if (item.at === null || item.at === undefined) {
     return el("a", { href: `/view/${id}`, class: "hit-time about" }, t("search_details_hit"));
   }
-  return el("a", { href: `/view/${id}#t=${item.start}`, class: "hit-time", "data-start": String(item.start),
-                   title: t("seek_to", { time: clock(item.start) }) }, clock(item.start));
+  // from the first matched word, not the start of its segment (which may be half a minute long)
+  return el("a", { href: `/view/${id}#t=${item.at}`, class: "hit-time", "data-start": String(item.at),
+                   title: t("seek_to", { time: clock(item.at) }) }, clock(item.at));
 }
 
 function searchView() {
