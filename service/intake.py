@@ -2,6 +2,7 @@
 nothing is stored; accepted input is stored whole, with its record, in one transaction."""
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Iterator
 
@@ -153,10 +154,12 @@ def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, 
 
 def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
                 source_name: str | None = None, language: str | None = None, prompt: str | None = None,
-                same: SameUpload | None = None, speakers: str | int | None = None) -> tuple[int, bool]:
-    """Accept the file at `path` unless `same` names an earlier upload it repeats (then that
-    record, found before the file is probed or stored again): the record id, and whether it is
-    new. The same key with other bytes is KeyReused, with nothing stored."""
+                same: SameUpload | None = None, speakers: str | int | None = None,
+                continue_unfinished: bool = False) -> tuple[int, bool]:
+    """Accept the file at `path` unless `same` names an earlier upload it repeats, or (with
+    `continue_unfinished`) an earlier run left the same bytes unfinished (then that record,
+    found before the file is probed or stored again): the record id, and whether it is new. The
+    same key with other bytes is KeyReused, with nothing stored."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title)
     language = checked_language(settings, language)
@@ -164,6 +167,9 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     speakers = checked_speakers(speakers)
     try:
         earlier = None if same is None else store.earlier_upload(owner_id, same)
+        if earlier is None and continue_unfinished and same is not None:
+            earlier = store.unfinished_upload(owner_id, same.sha256, prompt=prompt, speakers=speakers,
+                                              language=language)
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
@@ -200,10 +206,32 @@ def _check_audio(settings: Settings, path: Path, name: str) -> tuple[int, float 
 def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",
                 language: str | None = None, prompt: str | None = None, speakers: str | None = None) -> int:
     """Accept the file at `path` for the owner called `owner`; return the new record's id."""
+    return accept_file(store, settings, path, owner_id=_file_owner(store, path, owner), title=title,
+                       language=language, prompt=prompt, speakers=speakers)
+
+
+def submit_or_continue(store: Store, settings: Settings, path: Path, *, owner: str, language: str | None = None,
+                       prompt: str | None = None, speakers: str | None = None) -> tuple[int, bool]:
+    """`transcriber transcribe`'s intake: the record an earlier run left unfinished with the same
+    bytes, asked for alike (so a run stopped with Ctrl-C goes on from its last checkpoint when
+    run again), or else a new one; the record id, and whether it is new. The bytes' SHA-256 is
+    kept with a new record, so that a later run finds it."""
+    owner_id = _file_owner(store, path, owner)
+    same = None
+    if 0 < path.stat().st_size <= settings.max_upload_bytes:  # else refused below, unread
+        digest = hashlib.sha256()
+        for piece in _read(path):
+            digest.update(piece)
+        same = SameUpload(digest.digest())
+    return accept_once(store, settings, path, owner_id=owner_id, language=language, prompt=prompt,
+                       speakers=speakers, same=same, continue_unfinished=True)
+
+
+def _file_owner(store: Store, path: Path, owner: str) -> int:
+    """The id of the owner called `owner`, once `path` is known to be a file."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
     found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return accept_file(store, settings, path, owner_id=found["id"], title=title, language=language,
-                       prompt=prompt, speakers=speakers)
+    return found["id"]

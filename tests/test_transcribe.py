@@ -95,3 +95,83 @@ def test_interrupted_transcribe_loses_nothing(env, tmp_path):
     events = subprocess.run([sys.executable, "-m", "transcriber.cli", "events", "1"], env=env,
                             capture_output=True, text=True, timeout=60).stdout.splitlines()
     assert json.loads(events[-1])["kind"] == "released"
+
+
+RUN = """
+import sys
+sys.path[:0] = [{root!r}, {tests!r}]
+import window_hook  # the words are a stand-in's; the windows, checkpoints and claims are real
+from transcriber.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_rerun_goes_on_where_ctrl_c_stopped_it(env, tmp_path):
+    """INV-1, P3: `transcribe` stopped with Ctrl-C once its first window is saved (busy on the
+    second), then run again on the same file, goes on with the same record from that checkpoint:
+    it says so, no second record is made, no window is recognised twice, and the text is the
+    whole recording's. Once that record is done, another run makes a new one. The words are a
+    stand-in's (`window_hook`): the subject is the records and windows."""
+    import signal
+
+    from audio.windows import windows
+    from conftest import wait_until
+    from media import speech_pcm
+    from stand_ins import words_heard
+
+    script = RUN.format(root=str(ROOT), tests=str(ROOT / "tests"))
+    long = encode(tmp_path / "long.wav", "wav", repeat=7)  # ~69 s: three windows
+    first = subprocess.Popen([sys.executable, "-c", script, "transcribe", str(long)],
+                             env={**env, "WINDOW_HOOK_DIR": str(tmp_path)}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait_until(lambda: (tmp_path / "busy").exists() or first.poll() is not None, 180, what="the first window saved")
+    finally:
+        first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+
+    again = subprocess.run([sys.executable, "-c", script, "transcribe", "--format", "json", str(long)], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "[record 1] long.wav: going on with this record, which an earlier run left unfinished" in again.stderr
+    answer = json.loads(again.stdout)
+    assert answer["record"] == 1 and answer["text"].split() == words_heard(windows([speech_pcm() * 7]))
+    events = [json.loads(line) for line in subprocess.run(
+        [sys.executable, "-m", "transcriber.cli", "events", "1"], env=env, capture_output=True, text=True,
+        timeout=60).stdout.splitlines()]
+    marks = [e["detail"] for e in events if e["kind"] == "checkpoint"]
+    assert len(marks) == 3 and marks[0]["from_seconds"] == 0
+    assert all(later["from_seconds"] == earlier["seconds"] for earlier, later in zip(marks, marks[1:]))
+    tokens = [e["detail"]["claim_token"] for e in events if e["kind"] == "claimed" and e["stage"] == "converted"]
+    assert len(tokens) == 2  # the stopped run's recognition, and this one's
+
+    done_before = subprocess.run([sys.executable, "-c", script, "transcribe", str(long)], env=env,
+                                 capture_output=True, text=True, timeout=300)
+    assert done_before.returncode == 0 and "[record 2]" in done_before.stderr, done_before.stderr
+    assert "going on" not in done_before.stderr
+
+
+def test_only_an_unfinished_record_asked_for_alike_and_held_by_no_one_is_continued(store, owner, tmp_path):
+    """P1, P3: `transcribe`'s intake goes on with an earlier record of the same bytes only while
+    it is unfinished, asked for with the same prompt and speakers, and held by no live claim;
+    anything else is a new record, and other bytes are always new."""
+    from conftest import policy, settings
+    from domain.stages import Step
+    from service.intake import submit_or_continue
+
+    s = settings()
+    talk, other = encode(tmp_path / "talk.wav", "wav"), encode(tmp_path / "other.wav", "wav", seconds=3)
+
+    def intake(path, **asked):
+        return submit_or_continue(store, s, path, owner="alice", **asked)
+
+    first, new = intake(talk)
+    assert new and intake(talk) == (first, False)
+    assert intake(other)[1] and intake(talk, prompt="Montreal Forced Aligner")[1] and intake(talk, speakers="off")[1]
+    claim = store.claim(Step.CONVERT, policy())
+    assert claim.record_id == first
+    held, new = intake(talk)  # the first is held by a live claim: not taken from it
+    assert new and held != first
+    assert intake(talk) == (held, False)

@@ -2,7 +2,9 @@
 
 The files are accepted as records like any upload, in-process workers convert and recognise
 them, progress shows on stderr, and the texts go to stdout. Nothing here bypasses the pipeline:
-kill it at any moment and the records wait in the database for the next run or worker.
+kill it at any moment and the records wait in the database for the next run or worker. A run
+given a file that an earlier run left unfinished (stopped with Ctrl-C, say) goes on with that
+record from its last checkpoint instead of starting over (`service.intake.submit_or_continue`).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from domain.card import card
 from domain.owners import check_name
 from service.config import Settings
 from service.inputs import source_name
-from service.intake import IntakeError, submit_file
+from service.intake import IntakeError, submit_or_continue
 from transcriber.local import LocalPipeline
 from service.runtime import check_engine, open_store
 
@@ -84,8 +86,12 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
     refused = 0
     for path in paths:
         try:
-            records[submit_file(store, settings, path, owner=owner, language=language, prompt=prompt,
-                                speakers=speakers)] = path
+            record_id, new = submit_or_continue(store, settings, path, owner=owner, language=language,
+                                                prompt=prompt, speakers=speakers)
+            records[record_id] = path
+            if not new:
+                print(f"[record {record_id}] {path.name}: going on with this record, which an earlier run "
+                      "left unfinished", file=sys.stderr, flush=True)
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1
