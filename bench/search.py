@@ -112,6 +112,8 @@ def queries(db: Database, count: int, rng: random.Random, owner_id: int | None =
     common = [word for word, _ in frequency.most_common(COMMON)]
     for sample in samples:
         owner, words = sample["owner_id"], sample["body"].split()
+        if len(words) < 2:  # a window's last segment may hold one word: no two words to draw
+            continue
         at = rng.randrange(len(words) - 1)
         made["one word"].append((owner, rng.choice(words) + " "))
         made["two words"].append((owner, " ".join(rng.sample(words, 2)) + " "))
