@@ -157,7 +157,10 @@ def test_only_an_unfinished_record_asked_for_alike_and_held_by_no_one_is_continu
     """P1, P3: `transcribe`'s intake goes on with an earlier record of the same bytes only while
     it is unfinished, asked for with the same prompt and speakers, and held by no live claim;
     anything else is a new record, and other bytes are always new."""
-    from conftest import policy, settings
+    from datetime import datetime, timezone
+
+    from conftest import policy, settings, wait_until
+    from domain.claims import HaltReason
     from domain.stages import Step
     from service.intake import submit_or_continue
 
@@ -170,8 +173,12 @@ def test_only_an_unfinished_record_asked_for_alike_and_held_by_no_one_is_continu
     first, new = intake(talk)
     assert new and intake(talk) == (first, False)
     assert intake(other)[1] and intake(talk, prompt="Montreal Forced Aligner")[1] and intake(talk, speakers="off")[1]
-    claim = store.claim(Step.CONVERT, policy())
+    claim = store.claim(Step.CONVERT, policy(lease=10))
     assert claim.record_id == first
     held, new = intake(talk)  # the first is held by a live claim: not taken from it
     assert new and held != first
     assert intake(talk) == (held, False)
+    assert store.halt(claim, HaltReason.UNDECODABLE_AUDIO, "a test's halt")
+    wait_until(lambda: store.read_record(first)["lease_expires_at"] < datetime.now(timezone.utc), 60,
+               what="the halted record's lease to run out")
+    assert intake(talk) == (held, False)  # the older record, held by no one but halted, is not taken up
