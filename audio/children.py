@@ -44,7 +44,7 @@ class Child:
             _alive.add(self)
 
     def running(self) -> bool:
-        return not self._closed and self.process.poll() is None
+        return not self._closed and self.process.poll() is None and not _ending(self.process.pid)
 
     def close(self) -> None:
         """Kill the process (if it still runs) and remove its folder; safe to call twice."""
@@ -108,6 +108,21 @@ def open_children() -> int:
     """How many children of this process are still open."""
     with _alive_lock:
         return sum(1 for child in _alive if child.running())
+
+
+def _ending(pid: int) -> bool:
+    """Whether the process has ended though poll() does not say so yet: a killed process with
+    several threads (a model's) shows as a zombie until the last of them is gone, and a child
+    taken for alive then would be handed a window only to fail the run. Linux's /proc tells;
+    elsewhere poll() is the only word."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[0]
+    except FileNotFoundError:
+        return os.path.isdir("/proc/self")  # no such process, where /proc lists every one
+    except OSError:
+        return False
+    return state in (b"Z", b"X")
 
 
 def _alive_pid(pid: int) -> bool:

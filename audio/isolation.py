@@ -68,9 +68,9 @@ class IsolatedEngine:
         if child is not None and child.running():
             return child
         if child is not None:
+            self._end_child()
             logger.warning("recognizer process {} had ended (status {}); starting a new one",
                            child.process.pid, child.process.returncode)
-            self._end_child()
         root = str(Path(__file__).resolve().parent.parent)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
                "TRANSCRIBER_RECOGNIZER_PARENT": str(os.getpid())}

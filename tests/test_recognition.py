@@ -284,6 +284,21 @@ def test_a_dead_recognizer_is_replaced_before_the_next_window():
     assert recognizer.pid not in (None, child.pid)
 
 
+
+def test_a_recognizer_killed_while_idle_gives_way_in_the_same_call():
+    """Issue 8 §1.2: a child killed while it waits between recordings, and handed the next one
+    as soon as it shows as ended, before its threads are all gone and poll() says so, costs no
+    failed attempt: the call starts a new child and answers (it once failed the run)."""
+    recognizer = engine(settings())  # a model's child has several threads
+    recognizer.recognize(speech_pcm()[:BYTES_PER_SECOND * 2], "en")
+    killed = psutil.Process(recognizer.pid)
+    killed.kill()
+    wait_until(lambda: not killed.is_running() or killed.status() == psutil.STATUS_ZOMBIE, 60,
+               every=0.001, what="the killed child to show as ended")
+    result = recognizer.recognize(speech_pcm()[:BYTES_PER_SECOND * 3], "en")
+    assert result.segments
+    assert recognizer.pid not in (None, killed.pid)
+
 # --- languages and models ------------------------------------------------------------------------
 
 def test_russian_speech_comes_out_in_cyrillic_with_the_multilingual_model(store, owner, tmp_path):
