@@ -34,7 +34,7 @@ from common import median, report  # noqa: E402
 from db import Database, Store  # noqa: E402
 from db.queries import compose, query  # noqa: E402
 
-PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30}
+PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30, "holder": "bench"}
 DESIGNS = {"before": "bench_picks_before", "now": None}
 
 

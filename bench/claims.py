@@ -35,6 +35,7 @@ import psycopg  # noqa: E402
 from common import median, report  # noqa: E402
 from db import Database, Store  # noqa: E402
 from db.queries import assignments, compose, query  # noqa: E402
+from domain import holders  # noqa: E402
 from domain.claims import NO_WORK  # noqa: E402
 from domain.policy import StepPolicy  # noqa: E402
 from domain.stages import Step  # noqa: E402
@@ -95,7 +96,7 @@ def bare_cycles(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         claim, read, save = bare_statements(conn)
         params = {"stage": "created", "lease_seconds": POLICY.lease_seconds,
-                  "time_limit_seconds": POLICY.time_limit_seconds}
+                  "time_limit_seconds": POLICY.time_limit_seconds, "holder": holders.this_process()}
         while (row := conn.execute(claim, params).fetchone()) is not None:
             conn.execute(read, {"id": row[0]}).fetchone()
             saved = conn.execute(save, {"id": row[0], "token": row[1], "target": "converted",

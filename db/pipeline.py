@@ -16,6 +16,7 @@ from psycopg.types.json import Jsonb
 from db.blobs import discard_blob
 from db.database import Database
 from db.queries import assignments, compose, query, text
+from domain import holders
 from domain.claims import NO_WORK, CheckpointRefused, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.resume import NOW
@@ -25,7 +26,7 @@ from domain.stages import Stage, Step
 # the pipeline's own statements.
 NOT_STEP_FIELDS = frozenset({
     "id", "owner_id", "title", "summary", "topics", "prompt", "stage", "stage_entered_at",
-    "claim_token", "lease_expires_at", "failures", "retry_after", "halted_at", "halt_reason",
+    "claim_token", "lease_expires_at", "claim_holder", "failures", "retry_after", "halted_at", "halt_reason",
     "halt_error", "original_blob_id", "created_at", "updated_at",
     # assembled from the record's windows by the save that reaches done
     "transcript",
@@ -55,6 +56,7 @@ class Pipeline:
             "stage": step.source.value,
             "lease_seconds": policy.lease_seconds,
             "time_limit_seconds": policy.time_limit_seconds,
+            "holder": holders.this_process(),
         }
         while True:
             row = self.db.one(text("claim"), params, positional=True)
@@ -188,6 +190,18 @@ class Pipeline:
                 "record {} released unfinished by a stopping {} worker", claim.record_id, claim.step
             )
         return released is not None
+
+    def end_gone_holders_lease(self, record_id: int, token: int, holder: str) -> bool:
+        """End the lease of the claim `token` on the record, whose holder `holder` is known to
+        have ended, so that a claim takes the record up now; False when that claim no longer
+        stands."""
+        with self.db.connection() as conn:
+            ended = conn.execute(query("end_gone_holders_lease"),
+                                 {"id": record_id, "token": token, "holder": holder}).fetchone()
+        if ended is not None:
+            record_log(record_id, "", "holder_gone").info(
+                "record {}: the process that held claim {} has ended; its lease ends now", record_id, token)
+        return ended is not None
 
     def resume(self, record_id: int, resets: dict[str, object], by: str = "operator") -> str | None:
         """Clear the halt flag and reset every guard the domain names in `resets` (a value of

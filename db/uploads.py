@@ -80,15 +80,15 @@ class UploadKeys:
         with self.db.connection() as conn:
             return earlier_record(conn, owner_id, same, lock=False)
 
-    def unfinished_upload(self, owner_id: int, sha256: bytes, *, prompt: str | None, speakers: str,
-                          language: str | None) -> int | None:
-        """The owner's record of these bytes that an earlier run left unfinished and no one holds,
-        asked for alike (see the query `upload_unfinished`); None when there is none."""
+    def unfinished_uploads(self, owner_id: int, sha256: bytes, *, prompt: str | None, speakers: str,
+                           language: str | None) -> list[dict]:
+        """The owner's records of these bytes that an earlier run left unfinished, asked for
+        alike, the oldest first: id, claim_token, claim_holder and whether a claim holds it
+        (see the query `upload_unfinished`)."""
         with self.db.connection() as conn:
-            row = conn.execute(query("upload_unfinished"), {
+            return conn.execute(query("upload_unfinished"), {
                 "owner_id": owner_id, "content_sha256": sha256, "prompt": prompt, "speakers": speakers,
-                "language": language}).fetchone()
-        return None if row is None else row["id"]
+                "language": language}).fetchall()
 
     def sweep_upload_keys(self, keep_seconds: float = KEY_KEEP_SECONDS, batch: int = SWEEP_KEYS_BATCH) -> int:
         """Delete the keys older than `keep_seconds`, in bounded batches; how many went."""

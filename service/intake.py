@@ -10,6 +10,7 @@ from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
 from db.quotas import QuotaExceeded
 from db.uploads import SameUpload, UploadKeyReused
+from domain import holders
 from service import inputs
 from service.config import Settings
 
@@ -168,8 +169,7 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
     try:
         earlier = None if same is None else store.earlier_upload(owner_id, same)
         if earlier is None and continue_unfinished and same is not None:
-            earlier = store.unfinished_upload(owner_id, same.sha256, prompt=prompt, speakers=speakers,
-                                              language=language)
+            earlier = _unfinished(store, owner_id, same.sha256, prompt=prompt, speakers=speakers, language=language)
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
@@ -183,6 +183,20 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         refused = OverQuota(f"{error}: {name}")
         refused.details = error.over.details()
         raise refused from None
+
+
+def _unfinished(store: Store, owner_id: int, sha256: bytes, **asked) -> int | None:
+    """The oldest record of these bytes an earlier run left unfinished that no one works on: held
+    by no claim, or by a process of this machine that has ended (a killed run's, whose lease is
+    ended now rather than waited out). A claim held by a live process, or by one elsewhere, is
+    left to it."""
+    for row in store.unfinished_uploads(owner_id, sha256, **asked):
+        if not row["held"]:
+            return row["id"]
+        if holders.gone(row["claim_holder"]) and store.end_gone_holders_lease(
+                row["id"], row["claim_token"], row["claim_holder"]):
+            return row["id"]
+    return None
 
 
 def _check_audio(settings: Settings, path: Path, name: str) -> tuple[int, float | None]:

@@ -10,7 +10,7 @@ from conftest import add_record, policy
 from db.queries import query
 from domain.stages import Step
 
-PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 3600}
+PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 3600, "holder": "a test"}
 
 
 def _plan(conn, analyze: bool = False) -> dict:

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 from media import encode
 
@@ -106,12 +108,15 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_a_rerun_goes_on_where_ctrl_c_stopped_it(env, tmp_path):
+@pytest.mark.parametrize("stop", ["ctrl-c", "kill"])
+def test_a_rerun_goes_on_where_ctrl_c_stopped_it(env, tmp_path, stop):
     """INV-1, P3: `transcribe` stopped with Ctrl-C once its first window is saved (busy on the
     second), then run again on the same file, goes on with the same record from that checkpoint:
     it says so, no second record is made, no window is recognised twice, and the text is the
-    whole recording's. Once that record is done, another run makes a new one. The words are a
-    stand-in's (`window_hook`): the subject is the records and windows."""
+    whole recording's. Killed outright instead (SIGKILL: its claim still stands, its lease not
+    run out), the rerun sees that the holder has ended and goes on alike, without waiting. Once
+    that record is done, another run makes a new one. The words are a stand-in's
+    (`window_hook`): the subject is the records and windows."""
     import signal
 
     from audio.windows import windows
@@ -128,9 +133,9 @@ def test_a_rerun_goes_on_where_ctrl_c_stopped_it(env, tmp_path):
     try:
         wait_until(lambda: (tmp_path / "busy").exists() or first.poll() is not None, 180, what="the first window saved")
     finally:
-        first.send_signal(signal.SIGINT)
+        first.send_signal(signal.SIGINT if stop == "ctrl-c" else signal.SIGKILL)
     _, err = first.communicate(timeout=60)
-    assert first.returncode == 130, err
+    assert first.returncode == (130 if stop == "ctrl-c" else -signal.SIGKILL), err
 
     again = subprocess.run([sys.executable, "-c", script, "transcribe", "--format", "json", str(long)], env=env,
                            capture_output=True, text=True, timeout=300)
@@ -146,11 +151,41 @@ def test_a_rerun_goes_on_where_ctrl_c_stopped_it(env, tmp_path):
     assert all(later["from_seconds"] == earlier["seconds"] for earlier, later in zip(marks, marks[1:]))
     tokens = [e["detail"]["claim_token"] for e in events if e["kind"] == "claimed" and e["stage"] == "converted"]
     assert len(tokens) == 2  # the stopped run's recognition, and this one's
+    ended = [e["detail"]["claim_token"] for e in events if e["kind"] == "holder_gone"]
+    assert ended == ([] if stop == "ctrl-c" else tokens[:1])  # a killed run's claim was ended, not waited out
+    if stop == "kill":
+        return
 
     done_before = subprocess.run([sys.executable, "-c", script, "transcribe", str(long)], env=env,
                                  capture_output=True, text=True, timeout=300)
     assert done_before.returncode == 0 and "[record 2]" in done_before.stderr, done_before.stderr
     assert "going on" not in done_before.stderr
+
+
+def test_a_claims_holder_is_gone_only_once_its_process_on_this_machine_has_ended():
+    """P3 (who may take a claimed record up early): a claim's holder names its process so that a
+    process of the same machine can tell when it has ended: a live one is not gone, a killed one
+    is, another process under the same id is too; a holder of another machine, or a name that
+    says too little, is never judged gone."""
+    from domain import holders
+
+    me = holders.this_process()
+    assert not holders.gone(me)
+    other = subprocess.Popen([sys.executable, "-c", "import sys; from domain import holders; "
+                              "print(holders.this_process(), flush=True); sys.stdin.read()"],
+                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = other.stdout.readline().strip()
+        assert theirs != me and not holders.gone(theirs)
+    finally:
+        other.kill()
+        other.wait(timeout=60)
+    assert holders.gone(theirs)
+    host, boot, pid, started = me.split("/")
+    assert holders.gone("/".join([host, boot, pid, str(int(started) + 1)]))  # my id, another start
+    assert not holders.gone("/".join(["elsewhere", boot] + theirs.split("/")[2:]))
+    assert not holders.gone("/".join([host, "another-boot"] + theirs.split("/")[2:]))
+    assert not any(holders.gone(name) for name in (None, "", "a test", f"{host}/{boot}/{pid}/"))
 
 
 def test_only_an_unfinished_record_asked_for_alike_and_held_by_no_one_is_continued(store, owner, tmp_path):

@@ -36,6 +36,7 @@ WITH held AS (
     UPDATE records r
     SET claim_token = nextval('claim_tokens'),
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+        claim_holder = %(holder)s,
         -- A token still standing is a lost lease (issue 8, part 2): its holder ran out of lease without
         -- a save, a failure or a give-back, all of which clear the token. A holder that saved a
         -- checkpoint made progress (issue 16, part 3): its windows carry its token, and its loss is
@@ -275,3 +276,20 @@ WITH released AS (
     FROM released
 )
 SELECT id FROM released;
+
+-- name: end_gone_holders_lease
+-- The lease of a claim whose holder is known to have ended (domain.holders) ends now, as if it had
+-- run out: the next claim takes the record up at once and counts the lost lease as any other.
+-- Only that claim's: a record claimed again meanwhile is left alone.
+WITH ended AS (
+    UPDATE records
+    SET lease_expires_at = now()
+    WHERE id = %(id)s AND claim_token = %(token)s AND claim_holder = %(holder)s AND halted_at IS NULL
+    RETURNING id, stage
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT id, 'pipeline', 'holder_gone', stage,
+           jsonb_build_object('claim_token', %(token)s::bigint, 'holder', %(holder)s::text)
+    FROM ended
+)
+SELECT id FROM ended;

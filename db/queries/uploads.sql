@@ -27,18 +27,20 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: upload_unfinished
--- The owner's record of the same bytes that an earlier `transcriber transcribe` left unfinished:
--- not done, not halted, held by no live claim (that run was stopped and gave its claim back, or
--- its lease ran out), asked for with the same prompt and speakers, and in the language asked (none
--- asked: any; recognition writes the one it used). The oldest first.
-SELECT id FROM records
+-- The owner's records of the same bytes that an earlier `transcriber transcribe` left unfinished:
+-- not done, not halted, asked for with the same prompt and speakers, and in the language asked
+-- (none asked: any; recognition writes the one it used). The oldest first, each saying whether a
+-- claim still holds it (a run stopped with Ctrl-C gave its claim back; a killed one's holds until
+-- its lease runs out) and by whom.
+SELECT id, claim_token, claim_holder,
+       claim_token IS NOT NULL AND lease_expires_at >= now() AS held
+FROM records
 WHERE owner_id = %(owner_id)s AND content_sha256 = %(content_sha256)s
   AND halted_at IS NULL AND stage <> 'done'
-  AND (claim_token IS NULL OR lease_expires_at < now())
   AND prompt IS NOT DISTINCT FROM %(prompt)s AND speakers_wanted = %(speakers)s
   AND (%(language)s::text IS NULL OR language = %(language)s)
 ORDER BY id
-LIMIT 1;
+LIMIT 10;
 
 -- name: sweep_upload_keys
 -- Keys past their keeping time, the oldest first, a bounded batch per statement.
