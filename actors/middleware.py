@@ -12,16 +12,18 @@ from loguru import logger
 from actors import context
 from actors.wakeups import Wakeups
 from actors.work import stopping
+from db import DatabaseUnavailable
 from domain.stages import Step
 from service import config, logs, machine_metrics
 from service.brokers import BrokerUnavailable, connect
-from service.runtime import check_engine
+from service.runtime import check_engine, take_up_ended_holders
 
 
 class Boot(Middleware):
     """Loads and checks the configuration when a `dramatiq actors` process boots: the settings,
     the log sinks, the recognizer's model and the broker's reachability. Anything wrong is one
     line naming the variable, and the process stops (exit status 2) before it takes any work.
+    Then the claims of this machine's workers that have ended are made claimable at once.
     Importing the entry module checks none of it, so importing it never exits a process."""
 
     def __init__(self, configure: Callable[[config.Settings], None]):
@@ -40,6 +42,10 @@ class Boot(Middleware):
             print(f"transcriber: {error}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
         self.configure(settings)
+        try:
+            take_up_ended_holders(context.store())
+        except DatabaseUnavailable as error:  # the claims say it again; the leases run out meanwhile
+            logger.warning("could not look for claims of ended workers: {}", error)
 
 
 class StopSteps(Middleware):

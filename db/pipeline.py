@@ -191,6 +191,12 @@ class Pipeline:
             )
         return released is not None
 
+    def claims_held_on_machine(self, machine: str) -> list[dict]:
+        """The standing claims whose holders' names begin with `machine` (domain.holders):
+        id, claim_token, claim_holder."""
+        with self.db.connection() as conn:
+            return conn.execute(query("claims_held_on_machine"), {"machine": machine}).fetchall()
+
     def end_gone_holders_lease(self, record_id: int, token: int, holder: str) -> bool:
         """End the lease of the claim `token` on the record, whose holder `holder` is known to
         have ended, so that a claim takes the record up now; False when that claim no longer

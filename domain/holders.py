@@ -43,6 +43,13 @@ def this_process() -> str:
     return _named[pid]
 
 
+def this_machine() -> str | None:
+    """The start that every holder name of this machine and boot shares; None where holders
+    cannot be judged (no boot id)."""
+    boot = _boot()
+    return f"{socket.gethostname()}/{boot}/" if boot else None
+
+
 def gone(holder: str | None) -> bool:
     """Whether `holder` is known to have ended: a process of this machine and boot that no
     longer runs (no such process, another process under its id, or a zombie). Unknown or

@@ -55,3 +55,18 @@ def check_engine(settings: Settings) -> None:
 
 def open_store(settings: Settings, *, max_size: int = 10) -> Store:
     return Store(open_database(settings, max_size=max_size))
+
+
+def take_up_ended_holders(store: Store) -> list[int]:
+    """End the leases of the claims held by processes of this machine that have ended (a worker
+    killed outright, by an operator or the OOM killer): a worker starting after them takes their
+    records up at once instead of after their leases, counting the lost leases as ever. The
+    records whose leases were ended."""
+    from domain import holders
+
+    machine = holders.this_machine()
+    if machine is None:
+        return []
+    return [row["id"] for row in store.claims_held_on_machine(machine)
+            if holders.gone(row["claim_holder"])
+            and store.end_gone_holders_lease(row["id"], row["claim_token"], row["claim_holder"])]

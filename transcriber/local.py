@@ -13,9 +13,10 @@ class LocalPipeline:
         import actors
         from actors.scheduler import start_background
         from service.brokers import connect
-        from service.runtime import check_engine
+        from service.runtime import check_engine, take_up_ended_holders
 
         check_engine(settings)
+        take_up_ended_holders(store)
         connect(actors.broker, settings.broker_url)
         actors.use(settings, store)
         self.worker = dramatiq.Worker(actors.broker, worker_threads=threads, worker_timeout=100)

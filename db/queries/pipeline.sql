@@ -280,11 +280,13 @@ SELECT id FROM released;
 -- name: end_gone_holders_lease
 -- The lease of a claim whose holder is known to have ended (domain.holders) ends now, as if it had
 -- run out: the next claim takes the record up at once and counts the lost lease as any other.
--- Only that claim's: a record claimed again meanwhile is left alone.
+-- Only that claim's, and once: a record claimed again meanwhile, or whose lease has ended, is left
+-- alone.
 WITH ended AS (
     UPDATE records
     SET lease_expires_at = now()
     WHERE id = %(id)s AND claim_token = %(token)s AND claim_holder = %(holder)s AND halted_at IS NULL
+      AND lease_expires_at > now()
     RETURNING id, stage
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
@@ -293,3 +295,11 @@ WITH ended AS (
     FROM ended
 )
 SELECT id FROM ended;
+
+-- name: claims_held_on_machine
+-- The claims standing on records whose holders run on one machine (their names begin with its
+-- host and boot), for a process starting there to tell which of them have ended.
+SELECT id, claim_token, claim_holder FROM records
+WHERE claim_token IS NOT NULL AND halted_at IS NULL AND lease_expires_at > now()
+  AND starts_with(claim_holder, %(machine)s)
+ORDER BY id;
