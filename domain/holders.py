@@ -3,8 +3,8 @@
 A claim's lease bounds how long a dead holder keeps its record. But a `transcriber transcribe`
 killed outright and run again on the same machine should neither wait the lease out (five
 minutes for recognition) nor start its file over: the rerun can see that the holder was a
-process of this machine that no longer exists. The name says which machine (host name and
-boot), which process, and when that process started (a process id is reused; its start time
+process of this machine that no longer exists. The name says which machine (host name, boot
+and process-id namespace), which process, and when that process started (a process id is reused; its start time
 tells the two apart). Only a holder of this machine and this boot is ever judged; any other is
 taken to be alive until its lease runs out.
 """
@@ -18,10 +18,14 @@ _named: dict[int, str] = {}  # by process id: a forked worker names itself anew
 
 
 def _boot() -> str:
+    """This boot, and the process-id namespace within it: a process id means something only
+    there (two containers sharing the host's name would otherwise read each other's ids)."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
     except OSError:  # not Linux: no holder is ever judged gone
         return ""
+    return f"{boot}.{namespace}"
 
 
 def _state_and_start(pid: int) -> tuple[bytes, str] | None:

@@ -205,7 +205,7 @@ def story(store: Store, ids: list[int]) -> dict:
     advanced exactly once under a claim of that stage, and every claim either ended (advanced,
     failed, released, halted, refused) or was lost with its worker and taken over by a later
     claim. Returns the totals."""
-    totals = dict(claims=0, lost=0, failed=0, refused=0, twice=0)
+    totals = dict(claims=0, lost=0, failed=0, refused=0, twice=0, ended_early=0)
     for record_id in ids:
         events = store.events(record_id)
         assert events[0]["kind"] == "accepted", (record_id, events[0])
@@ -231,6 +231,7 @@ def story(store: Store, ids: list[int]) -> dict:
                 assert token in tokens_of_stage.get(source, set()), (record_id, event)
         totals["failed"] += sum(e["kind"] == "failed" for e in events)
         totals["refused"] += sum(e["kind"] == "save_refused" for e in events)
+        totals["ended_early"] += sum(e["kind"] == "holder_gone" for e in events)  # a restarted worker saw its end
         checkpoints = [e["detail"] for e in events if e["kind"] == "checkpoint"]
         assert [c["from_seconds"] for c in checkpoints[1:]] == [c["seconds"] for c in checkpoints[:-1]], record_id
     return totals
@@ -262,7 +263,8 @@ def report(fault: str, records: int, figures: dict, **more) -> None:
     extra = " ".join(f"{k}={v}" for k, v in more.items())
     print(f"\nFAULTS {fault}: records={records} lost=0 advanced_twice={figures['twice']} stuck={figures['stuck']} "
           f"orphaned={figures['orphaned']} claims={figures['claims']} lost_claims={figures['lost']} "
-          f"failed_attempts={figures['failed']} refused_saves={figures['refused']} {extra}")
+          f"failed_attempts={figures['failed']} refused_saves={figures['refused']} "
+          f"leases_ended_early={figures['ended_early']} {extra}")
 
 
 class Fleet(Processes):
