@@ -25,6 +25,8 @@ import threading
 import weakref
 from pathlib import Path
 
+from domain.holders import process
+
 FOLDER_PREFIX = "transcriber-window-"
 _OWNER_PID = re.compile(re.escape(FOLDER_PREFIX) + r"(\d+)-")
 
@@ -111,18 +113,11 @@ def open_children() -> int:
 
 
 def _ending(pid: int) -> bool:
-    """Whether the process has ended though poll() does not say so yet: a killed process with
-    several threads (a model's) shows as a zombie until the last of them is gone, and a child
-    taken for alive then would be handed a window only to fail the run. Linux's /proc tells;
-    elsewhere poll() is the only word."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rpartition(b")")[2].split()[0]
-    except FileNotFoundError:
-        return os.path.isdir("/proc/self")  # no such process, where /proc lists every one
-    except OSError:
-        return False
-    return state in (b"Z", b"X")
+    """Whether the child has ended though poll() does not say so yet: a child taken for alive
+    then would be handed a window only to fail the run (domain.holders.process tells; where
+    there is no /proc, poll() is the only word)."""
+    found = process(pid)
+    return found[0] if found is not None else os.path.isdir("/proc/self")
 
 
 def _alive_pid(pid: int) -> bool:

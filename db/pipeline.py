@@ -205,7 +205,7 @@ class Pipeline:
             ended = conn.execute(query("end_gone_holders_lease"),
                                  {"id": record_id, "token": token, "holder": holder}).fetchone()
         if ended is not None:
-            record_log(record_id, "", "holder_gone").info(
+            record_log(record_id, ended["stage"], "holder_gone").info(
                 "record {}: the process that held claim {} has ended; its lease ends now", record_id, token)
         return ended is not None
 

@@ -28,21 +28,22 @@ def _boot() -> str:
     return f"{boot}.{namespace}"
 
 
-def _state_and_start(pid: int) -> tuple[bytes, str] | None:
-    """The process's state letter and its start time (clock ticks after boot), or None when
-    there is no such process."""
+def process(pid: int) -> tuple[bool, str] | None:
+    """Whether the process `pid` has ended though its entry remains (a zombie: a killed process
+    with several threads shows as one until the last of them is gone), and when it started
+    (clock ticks after boot); None when there is no such process, or no /proc to tell."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
     except OSError:
         return None
-    return fields[0], fields[19].decode()  # fields 3 and 22 of proc(5)
+    return fields[0] in (b"Z", b"X"), fields[19].decode()  # fields 3 and 22 of proc(5)
 
 
 def this_process() -> str:
     """This process's name as a claim's holder."""
     pid = os.getpid()
     if pid not in _named:
-        found = _state_and_start(pid)
+        found = process(pid)
         _named[pid] = "/".join([socket.gethostname(), _boot(), str(pid), found[1] if found else ""])
     return _named[pid]
 
@@ -63,5 +64,5 @@ def gone(holder: str | None) -> bool:
     host, boot, pid, started = (holder.split("/") + ["", "", "", ""])[:4]
     if not (boot and started and pid.isdigit()) or host != socket.gethostname() or boot != _boot():
         return False
-    found = _state_and_start(int(pid))
-    return found is None or found[1] != started or found[0] in (b"Z", b"X")
+    found = process(int(pid))
+    return found is None or found[0] or found[1] != started

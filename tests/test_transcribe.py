@@ -113,7 +113,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "kill"])
-def test_a_rerun_goes_on_where_ctrl_c_stopped_it(env, tmp_path, stop):
+def test_a_rerun_goes_on_where_an_earlier_run_stopped(env, tmp_path, stop):
     """INV-1, P3: `transcribe` stopped with Ctrl-C once its first window is saved (busy on the
     second), then run again on the same file, goes on with the same record from that checkpoint:
     it says so, no second record is made, no window is recognised twice, and the text is the

@@ -294,7 +294,7 @@ WITH ended AS (
            jsonb_build_object('claim_token', %(token)s::bigint, 'holder', %(holder)s::text)
     FROM ended
 )
-SELECT id FROM ended;
+SELECT id, stage FROM ended;
 
 -- name: claims_held_on_machine
 -- The claims standing on records whose holders run on one machine (their names begin with its
