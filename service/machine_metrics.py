@@ -22,6 +22,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -133,22 +134,25 @@ def export() -> int:
     sweep_stale_runs()
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(directory))
+    # dramatiq's own handler exits at a second SIGTERM, and one comes whenever the whole process
+    # group is signalled (the main process passes the signal on): it could cut the removal below
+    # in half, leaving the directory and exit status 1. Any number of stop signals here just stop.
+    stop = threading.Event()
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), lambda *_: stop.set())
     if serve(int(os.environ[PORT_VARIABLE]), registry) is None:
         return 0
-    try:
-        while True:
-            time.sleep(3600)
-    finally:  # dramatiq stops a fork with SystemExit on SIGTERM
-        _remove_after_the_workers(directory, main)
+    while not stop.wait(1.0):  # a wait with a timeout: the signal handlers run between the waits
+        pass
+    _remove_after_the_workers(directory, main)
+    return 0
 
 
 def _remove_after_the_workers(directory: Path, main: int, seconds: float = 30.0) -> None:
     """Remove the run's directory once its worker processes are gone: they stop at the same
     signal, and one still stopping may write a file into it (a count of its last moments), which
-    would leave the directory behind after a removal that ran first. A second SIGTERM (the main
-    process passes on the one a whole process group got) would end this process at once, half
-    way: it is ignored from here on."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    would leave the directory behind after a removal that ran first."""
     deadline = time.monotonic() + seconds
     while _siblings(main) and time.monotonic() < deadline:
         time.sleep(0.2)
