@@ -1,6 +1,9 @@
 """Opening the service's database from its settings: the configured server or the embedded one."""
 from __future__ import annotations
 
+import threading
+import time
+
 from db import Database, DatabaseUnavailable, Store
 from db.database import embedded_url
 from service.config import Settings
@@ -70,3 +73,24 @@ def take_up_ended_holders(store: Store) -> list[int]:
     return [row["id"] for row in store.claims_held_on_machine(machine)
             if holders.gone(row["claim_holder"])
             and store.end_gone_holders_lease(row["id"], row["claim_token"], row["claim_holder"])]
+
+
+class EndedHoldersLookout:
+    """An idle worker's look for claims whose holders on this machine have ended, at most once
+    per `every` seconds in a process. A worker run killed beside live ones (two runs on one
+    machine, a `transcribe` beside `up`) leaves records that the live runs then take up at
+    their next idle moment, not after the leases. Only an idle worker looks: a busy one could
+    not take them up anyway, and the look is one query on the held records' index."""
+
+    def __init__(self, every: float = 30.0):
+        self.every = every
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def look(self, store: Store) -> list[int]:
+        with self._lock:
+            now = time.monotonic()
+            if now < self._next:
+                return []
+            self._next = now + self.every
+        return take_up_ended_holders(store)

@@ -223,3 +223,59 @@ def test_claims_that_saved_a_checkpoint_are_not_lost_work(store, owner, env, tmp
 
 def _settled(row: dict) -> bool:
     return row["stage"] == "done" or row["halted_at"] is not None
+
+
+HOLDING = """
+import sys
+from conftest import policy
+from db import Database, Store
+from domain.stages import Step
+
+store = Store(Database(sys.argv[1], max_size=1))
+print(store.claim(Step.CONVERT, policy(lease=600)).record_id, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_an_idle_worker_takes_up_what_a_killed_process_of_its_machine_held(store, owner, database_url,
+                                                                          tmp_path, monkeypatch):
+    """P3, INV-1: two processes of this machine each claim a record with a 600 s lease, and one
+    of them is killed outright. A live worker, idle, takes the killed one's record up at its
+    next look (journaled `holder_gone`, the lost lease counted) and converts it, long before
+    the lease would run out; the record held by the process that lives stays its own."""
+    import os
+    import subprocess
+    import sys
+
+    from actors import work
+    from domain.claims import NO_WORK
+    from service.runtime import EndedHoldersLookout
+
+    monkeypatch.setattr(work, "lookout", EndedHoldersLookout(every=0))
+    audio = encode(tmp_path / "speech.wav", "wav", seconds=2).read_bytes()
+    orphaned, kept = (store.accept(owner["id"], [audio], title=title) for title in ("orphaned", "kept"))
+    holders = []
+    try:
+        for _ in (orphaned, kept):  # one after the other: each claims the oldest left
+            holders.append(subprocess.Popen(
+                [sys.executable, "-c", HOLDING, database_url], cwd=ROOT / "tests", text=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+            holders[-1].stdout.readline()
+        assert {store.read_record(i)["claim_token"] is not None for i in (orphaned, kept)} == {True}
+        assert work.run_once(store, settings(), Step.CONVERT) is NO_WORK  # both holders live
+
+        holders[0].kill()
+        holders[0].wait(timeout=60)
+        wait_until(lambda: work.run_once(store, settings(), Step.CONVERT) is not NO_WORK, 60,
+                   what="the killed holder's record to be taken up")
+        row = store.read_record(orphaned)
+        assert row["stage"] == "converted" and row["halted_at"] is None
+        assert kinds(store, orphaned) == ["accepted", "claimed", "holder_gone", "claimed", "advanced"]
+        assert [e["detail"]["lost_leases"] for e in store.events(orphaned) if e["kind"] == "claimed"] == [0, 1]
+        assert work.run_once(store, settings(), Step.CONVERT) is NO_WORK
+        assert store.read_record(kept)["stage"] == "created" and "holder_gone" not in kinds(store, kept)
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait(timeout=60)
