@@ -63,6 +63,12 @@ CPU_KINDS = {
     "AVX2": {"CT2_USE_MKL": "0", "CT2_FORCE_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
     "AVX": {"CT2_USE_MKL": "0", "CT2_FORCE_CPU_ISA": "AVX", "ONEDNN_MAX_CPU_ISA": "AVX"},
     "GENERIC": {"CT2_USE_MKL": "0", "CT2_FORCE_CPU_ISA": "GENERIC", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+    # an Intel CPU with VNNI and without AMX (Cascade Lake, Ice Lake) as oneDNN serves it
+    "AVX512_VNNI": {"CT2_USE_MKL": "0", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"},
+    # not an older CPU but another library: CTranslate2 computes through MKL on an Intel CPU and
+    # through oneDNN on any other (on an AMD CPU, MKL takes other paths than on Intel's: measured,
+    # it writes neither vendor's text)
+    "MKL": {"CT2_USE_MKL": "1"},
 }
 
 RECOGNIZERS = [

