@@ -28,7 +28,7 @@ from audio.decode import UndecodableAudio, pcm16k
 from db import Store
 from domain.claims import NO_WORK, Claim, ClaimLost, HaltReason, NoWork, PermanentStepError
 from domain.stages import Step
-from service import metrics
+from service import metrics, runtime
 from service.config import Settings
 
 
@@ -120,6 +120,8 @@ def _diarize_once(store: Store, settings: Settings, stop: threading.Event) -> Ou
         return NO_WORK
     policy = settings.policy(Step.DIARIZE)
     claim = store.claim_speakers(policy)
+    if claim is NO_WORK and runtime.lookout.look(store):
+        claim = store.claim_speakers(policy)  # one of the claims let go may be a speakers row
     if claim is NO_WORK:
         return NO_WORK
     job = store.speakers_job(claim.record_id)

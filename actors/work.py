@@ -17,11 +17,8 @@ from actors.steps import STEPS
 from db import Store
 from domain.claims import NO_WORK, NoWork
 from domain.stages import Step
-from service import metrics
+from service import metrics, runtime
 from service.config import Settings
-from service.runtime import EndedHoldersLookout
-
-lookout = EndedHoldersLookout()
 
 
 def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event = stopping) -> Outcome | NoWork:
@@ -39,7 +36,7 @@ def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event
 def _run_once(store: Store, settings: Settings, step: Step, stop: threading.Event) -> Outcome | NoWork:
     policy = settings.policy(step)
     claim = store.claim(step, policy)
-    if claim is NO_WORK and lookout.look(store):
+    if claim is NO_WORK and runtime.lookout.look(store):
         claim = store.claim(step, policy)  # one of the records let go may be this step's
     if claim is NO_WORK:
         return NO_WORK

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 from db.database import Database
 from db.pipeline import _halt_on_claim, record_log
 from db.queries import query
+from domain import holders
 from domain.claims import NO_WORK, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
 from domain.stages import Step
@@ -27,7 +28,8 @@ class Speakers:
     def claim_speakers(self, policy: StepPolicy) -> Claim | NoWork:
         """Claim the oldest claimable side row; a row past its time limit or whose leases ran
         out too often is halted by its claimer (the record stays done) and the search goes on."""
-        params = {"lease_seconds": policy.lease_seconds, "time_limit_seconds": policy.time_limit_seconds}
+        params = {"lease_seconds": policy.lease_seconds, "time_limit_seconds": policy.time_limit_seconds,
+                  "holder": holders.this_process()}
         while True:
             with self.db.connection() as conn:
                 row = conn.execute(query("claim_speakers"), params).fetchone()
@@ -40,6 +42,17 @@ class Speakers:
             if cause is None:
                 return claim
             _log(claim, "halted").error("record {}: speakers halted: {} ({})", claim.record_id, *cause)
+
+    def end_gone_speakers_lease(self, record_id: int, token: int, holder: str) -> bool:
+        """End the lease of the speakers claim `token`, whose holder `holder` is known to have
+        ended (as `end_gone_holders_lease` for a record); False when that claim no longer stands."""
+        with self.db.connection() as conn:
+            ended = conn.execute(query("end_gone_speakers_lease"),
+                                 {"id": record_id, "token": token, "holder": holder}).fetchone()
+        if ended is not None:
+            _log(Claim(record_id, token, Step.DIARIZE), "holder_gone").info(
+                "record {}: the process that held speakers claim {} has ended; its lease ends now", record_id, token)
+        return ended is not None
 
     def speakers_job(self, record_id: int) -> dict | None:
         with self.db.connection() as conn:

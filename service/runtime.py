@@ -61,18 +61,19 @@ def open_store(settings: Settings, *, max_size: int = 10) -> Store:
 
 
 def take_up_ended_holders(store: Store) -> list[int]:
-    """End the leases of the claims held by processes of this machine that have ended (a worker
-    killed outright, by an operator or the OOM killer): a worker starting after them takes their
-    records up at once instead of after their leases, counting the lost leases as ever. The
-    records whose leases were ended."""
+    """End the leases of the claims, on records and on speakers rows, held by processes of this
+    machine that have ended (a worker killed outright, by an operator or the OOM killer): a
+    worker starting after them takes their work up at once instead of after their leases,
+    counting the lost leases as ever. The records whose leases were ended."""
     from domain import holders
 
     machine = holders.this_machine()
     if machine is None:
         return []
+    ends = {False: store.end_gone_holders_lease, True: store.end_gone_speakers_lease}
     return [row["id"] for row in store.claims_held_on_machine(machine)
             if holders.gone(row["claim_holder"])
-            and store.end_gone_holders_lease(row["id"], row["claim_token"], row["claim_holder"])]
+            and ends[row["speakers"]](row["id"], row["claim_token"], row["claim_holder"])]
 
 
 class EndedHoldersLookout:
@@ -94,3 +95,6 @@ class EndedHoldersLookout:
                 return []
             self._next = now + self.every
         return take_up_ended_holders(store)
+
+
+lookout = EndedHoldersLookout()  # this process's: its idle workers share one look every 30 s

@@ -141,9 +141,10 @@ def test_a_worker_killed_during_diarization_loses_nothing(store, long_conversati
     """Issue 19 Tests ("killing the worker during diarization loses nothing and the record
     completes"), with real processes: a `dramatiq actors` worker is killed with SIGKILL (its whole
     process group) after its diarize run saved the first window's embeddings. While it is dead
-    the record is done and its text served; once its lease runs out, a second worker takes the
-    speakers row over, goes on from the checkpoint (the first window is not embedded again) and
-    saves both speakers; the database's invariants hold."""
+    the record is done and its text served. A second worker, starting on this machine, sees the
+    claim's holder has ended and takes the speakers row over at once (journaled `holder_gone`; its
+    600 s lease is not waited out), goes on from the checkpoint (the first window is not
+    embedded again) and saves both speakers; the database's invariants hold."""
     if not listening(6379):
         pytest.skip("no Redis on 127.0.0.1:6379 for the workers' wake-ups")
     from db.check import Facts
@@ -156,7 +157,7 @@ def test_a_worker_killed_during_diarization_loses_nothing(store, long_conversati
     app = TestClient(create_app(store, on), raise_server_exceptions=False)
     auth = {"Authorization": f"Bearer {token}"}
     worker_env = {**env, "TRANSCRIBER_DIARIZE": "auto", "TRANSCRIBER_BROKER_URL": "redis://127.0.0.1:6379/14",
-                  "TRANSCRIBER_TICK_SECONDS": "0.5", "TRANSCRIBER_DIARIZE_LEASE_SECONDS": "3"}
+                  "TRANSCRIBER_TICK_SECONDS": "0.5", "TRANSCRIBER_DIARIZE_LEASE_SECONDS": "600"}
     processes, log = Processes(), (tmp_path / "workers.log").open("a")
     try:
         processes.start(worker_env, "-m", "transcriber.cli", "scheduler")
@@ -183,6 +184,7 @@ def test_a_worker_killed_during_diarization_loses_nothing(store, long_conversati
     assert speakers_now["state"] == "done", speakers_now  # a halt would name its reason here
     first, second = _diarize_journal(store, record, "claimed")  # the killed claim, the one that took over
     assert second["lost_leases"] == 1
+    assert [g["claim_token"] for g in _diarize_journal(store, record, "holder_gone")] == [first["claim_token"]]
     windows = [(c["from_seconds"], c["seconds"], c["claim_token"]) for c in _diarize_journal(store, record, "checkpoint")]
     assert len(windows) >= 2 and windows[0][0] == 0, windows
     assert [w[2] for w in windows] == [first["claim_token"]] + [second["claim_token"]] * (len(windows) - 1)

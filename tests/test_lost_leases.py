@@ -249,9 +249,9 @@ def test_an_idle_worker_takes_up_what_a_killed_process_of_its_machine_held(store
 
     from actors import work
     from domain.claims import NO_WORK
-    from service.runtime import EndedHoldersLookout
+    from service import runtime
 
-    monkeypatch.setattr(work, "lookout", EndedHoldersLookout(every=0))
+    monkeypatch.setattr(runtime, "lookout", runtime.EndedHoldersLookout(every=0))
     audio = encode(tmp_path / "speech.wav", "wav", seconds=2).read_bytes()
     orphaned, kept = (store.accept(owner["id"], [audio], title=title) for title in ("orphaned", "kept"))
     holders = []

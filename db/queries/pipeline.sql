@@ -297,9 +297,14 @@ WITH ended AS (
 SELECT id, stage FROM ended;
 
 -- name: claims_held_on_machine
--- The claims standing on records whose holders run on one machine (their names begin with its
--- host and boot), for a process starting there to tell which of them have ended.
-SELECT id, claim_token, claim_holder FROM records
+-- The claims standing on records and on speakers rows (`speakers`) whose holders run on one
+-- machine (their names begin with its host and boot), for a process there to tell which of them
+-- have ended.
+SELECT id, claim_token, claim_holder, false AS speakers FROM records
 WHERE claim_token IS NOT NULL AND halted_at IS NULL AND lease_expires_at > now()
   AND starts_with(claim_holder, %(machine)s)
-ORDER BY id;
+UNION ALL
+SELECT record_id, claim_token, claim_holder, true FROM record_speakers
+WHERE claim_token IS NOT NULL AND halted_at IS NULL AND done_at IS NULL AND lease_expires_at > now()
+  AND starts_with(claim_holder, %(machine)s)
+ORDER BY id, speakers;

@@ -14,6 +14,7 @@ WITH candidate AS (
 ), claimed AS (
     UPDATE record_speakers s
     SET claim_token = nextval('claim_tokens'),
+        claim_holder = %(holder)s,
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
         lost_leases = s.lost_leases + (s.claim_token IS NOT NULL)::int
     FROM candidate c
@@ -28,6 +29,23 @@ WITH candidate AS (
     FROM claimed
 )
 SELECT id, claim_token, overdue, lost_leases FROM claimed;
+
+-- name: end_gone_speakers_lease
+-- As `end_gone_holders_lease` (pipeline.sql), for a speakers row: the lease of a claim whose holder
+-- is known to have ended ends now, once, and only that claim's.
+WITH ended AS (
+    UPDATE record_speakers
+    SET lease_expires_at = now()
+    WHERE record_id = %(id)s AND claim_token = %(token)s AND claim_holder = %(holder)s
+      AND halted_at IS NULL AND done_at IS NULL AND lease_expires_at > now()
+    RETURNING record_id
+), journal AS (
+    INSERT INTO events (record_id, origin, kind, stage, detail)
+    SELECT record_id, 'pipeline', 'holder_gone', 'done',
+           jsonb_build_object('step', 'diarize', 'claim_token', %(token)s::bigint, 'holder', %(holder)s::text)
+    FROM ended
+)
+SELECT record_id FROM ended;
 
 -- name: speakers_job
 -- What the diarize step reads: the number of speakers asked for, its failures so far, and the
