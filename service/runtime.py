@@ -81,7 +81,7 @@ class EndedHoldersLookout:
     per `every` seconds in a process. A worker run killed beside live ones (two runs on one
     machine, a `transcribe` beside `up`) leaves records that the live runs then take up at
     their next idle moment, not after the leases. Only an idle worker looks: a busy one could
-    not take them up anyway, and the look is one query on the held records' index."""
+    not take them up anyway, and the look is one query on the held claims' indexes."""
 
     def __init__(self, every: float = 30.0):
         self.every = every
