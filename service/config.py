@@ -1,12 +1,16 @@
-"""Configuration from the environment. A bad value fails at start with one line naming it."""
+"""Configuration from the environment. A bad value fails at start with one line naming it.
+
+Each setting is declared once, in SETTINGS: its variable, how it is read and checked, its
+default and what it means. `load` reads the environment through those declarations, and the
+table of docs/operations.md is printed from them (`python -m service.config --markdown`)."""
 from __future__ import annotations
 
-import math
+import argparse
 import os
-import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from domain.policy import (
@@ -18,63 +22,172 @@ from domain.policy import (
     StepPolicy,
 )
 from domain.stages import Step
+from service import setting
+from service.setting import TEXT, ConfigError, Kind, Setting, choice, matching, number, written
 
-ENGINES = ("faster-whisper", "pocketsphinx", "openai")
-DEVICES = ("cpu", "cuda")
-BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 DAY = 24 * 3600.0
 LONGEST_TIME_LIMIT_SECONDS = 365 * DAY  # the most a stage's time limit may be set to
-SYNC_WAIT_SECONDS = 540.0  # the OpenAI-compatible wait, below the official client's 600 s timeout
+BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 DEFAULT_QUEUE = "transcriber"
-_QUEUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,99}")
+MB = 1024 * 1024
+TABLE_BEGIN, TABLE_END = "<!-- settings:begin -->", "<!-- settings:end -->"
 
 
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; the message names the variable."""
+def check_language(code: str) -> str:
+    """`auto` or a language code the recognizers know (`en`, `ru`, …); ValueError otherwise."""
+    from audio.models import LANGUAGES
 
-    def __init__(self, variable: str, problem: str):
-        super().__init__(f"{variable}: {problem}")
-        self.variable = variable
+    code = code.strip().lower()
+    if code != "auto" and code not in LANGUAGES:
+        raise ValueError(f"unknown language {code!r}; use auto or a code such as en, ru, de, fr")
+    return code
+
+
+def _database_url(raw: str) -> str:
+    """A URL, or key=value pairs as libpq reads them."""
+    if not raw.startswith(("postgresql://", "postgres://")) and "=" not in raw:
+        raise ValueError("must be a postgresql:// URL or a libpq conninfo string")
+    return raw
+
+
+def _broker_url(raw: str) -> str:
+    """A Redis or RabbitMQ address with a host: dramatiq's brokers, none other."""
+    parts = urlsplit(raw)
+    if parts.scheme not in BROKER_SCHEMES or not parts.hostname:
+        raise ValueError(f"must be a redis://HOST… or amqp://HOST… URL, got scheme {parts.scheme!r}")
+    return raw
+
+
+def _retention_days(raw: str) -> float:
+    """Zero is refused rather than read as "delete at once" or "keep"."""
+    days = number(0, 100 * 365).parse(raw)
+    if days <= 0:
+        raise ValueError(f"must be more than 0 days (leave it unset to keep audio), got {raw!r}")
+    return days
+
+
+def _of_step(step: Step, what: str) -> str:
+    return f"TRANSCRIBER_{step.name}_{what}"
+
+
+def _per_step() -> tuple[Setting, ...]:
+    """The lease and the time limit in the stage: the same two settings for every step, each
+    with the step's own default (domain.policy)."""
+    leases = (Setting(
+        _of_step(step, "LEASE_SECONDS"), written(DEFAULT_LEASE_SECONDS[step]),
+        f"how long a {step} claim holds unrenewed (renewed while the step runs): a worker that dies "
+        f"lets it run out, and another worker takes the record up", number(1, DAY)) for step in Step)
+    limits = (Setting(
+        _of_step(step, "TIME_LIMIT_SECONDS"), written(DEFAULT_TIME_LIMIT_SECONDS[step]),
+        f"how long a record may wait for and spend in the {step} step before it is halted",
+        number(1, LONGEST_TIME_LIMIT_SECONDS)) for step in Step)
+    return (*leases, *limits)
+
+
+PATH = TEXT.then(lambda text: Path(text).expanduser())
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("TRANSCRIBER_DATABASE_URL", None, "the PostgreSQL database the service keeps everything in; unset: "
+            "an embedded one under TRANSCRIBER_HOME",
+            Kind(_database_url, "a `postgresql://` URL or a libpq conninfo string"), "database_url"),
+    Setting("TRANSCRIBER_HOME", "~/.local/share/transcriber", "where the embedded database and the models "
+            "this machine keeps live", PATH, "home"),
+    Setting("TRANSCRIBER_BROKER_URL", None, "the broker the wake-ups travel on, for workers on many "
+            "machines; unset: an in-process broker", Kind(_broker_url, "`redis://…` or `amqp://…`"), "broker_url"),
+    # services (or test runs) that share one broker each name their own
+    Setting("TRANSCRIBER_QUEUE", DEFAULT_QUEUE, "the broker queue the wake-ups travel on",
+            matching(r"[A-Za-z_][A-Za-z0-9._-]{0,99}",
+                     "up to 100 letters, digits, '.', '_' or '-', the first a letter or '_'"), "queue"),
+    Setting("TRANSCRIBER_ENGINE", "faster-whisper", "the recognizer: `faster-whisper` offline, `pocketsphinx` "
+            "the light one, `openai` a remote OpenAI-compatible server",
+            choice("engine", "faster-whisper", "pocketsphinx", "openai"), "engine"),
+    Setting("TRANSCRIBER_WHISPER_MODEL", "tiny.en", "the faster-whisper model: `tiny.en` (bundled), `base` "
+            "(multilingual, the `base` extra), a CTranslate2 model directory, or a name to download",
+            attribute="whisper_model"),
+    Setting("TRANSCRIBER_LANGUAGE", "auto", "the language of uploads that name none; `auto` detects it",
+            Kind(check_language, "`auto` or a code such as `en`, `ru`"), "language"),
+    Setting("TRANSCRIBER_DEVICE", "cpu", "where faster-whisper computes", choice("device", "cpu", "cuda"), "device"),
+    # `auto` is audio.whisper.default_compute's choice; float32 gives the same text on every CPU
+    # measured, at some 2.5 times int8's CPU
+    Setting("TRANSCRIBER_COMPUTE_TYPE", "auto", "what faster-whisper computes with; `auto`: float16 on CUDA, "
+            "int8 on a CPU with VNNI, float32 on one without",
+            choice("compute type", "auto", "int8", "float32", "float16", "int8_float16")
+            .then(lambda chosen: None if chosen == "auto" else chosen), "compute_type"),
+    # a worker runs a recognizer per worker thread: with several, give each fewer
+    Setting("TRANSCRIBER_RECOGNIZER_THREADS", None, "the CPU threads each recognizer process decodes with; "
+            "unset: as many as the machine has", number(1, 1024, integer=True), "recognizer_threads"),
+    Setting("TRANSCRIBER_RECOGNIZER_TIMEOUT_SECONDS", None, "how long a recognizer may take over one window before "
+            "it is killed (a failed attempt); unset: a bound that grows with the window's length",
+            number(1, DAY), "recognizer_timeout_seconds"),
+    Setting("TRANSCRIBER_OPENAI_BASE_URL", None, "the OpenAI-compatible server's address; required with "
+            "`TRANSCRIBER_ENGINE=openai`", TEXT.then(lambda url: url.rstrip("/") or None), "openai_base_url"),
+    Setting("TRANSCRIBER_OPENAI_API_KEY", None, "the key sent to that server", attribute="openai_api_key"),
+    Setting("TRANSCRIBER_OPENAI_MODEL", "whisper-1", "the model asked of that server", attribute="openai_model"),
+    Setting("TRANSCRIBER_DIARIZE", "auto", "who spoke when: `auto` diarizes done records where the `speakers` "
+            "extra is installed, `off` never", choice("value", "auto", "off"), "diarize"),
+    Setting("TRANSCRIBER_TICK_SECONDS", "1", "how often the scheduler sends the per-step wake-ups",
+            number(0.05, 3600), "tick_seconds"),
+    *_per_step(),
+    Setting("TRANSCRIBER_MAX_ATTEMPTS", written(DEFAULT_MAX_ATTEMPTS), "failed attempts of a step before the "
+            "record is halted", number(1, 1000, integer=True)),
+    Setting("TRANSCRIBER_BACKOFF_SECONDS", written(DEFAULT_BACKOFF_SECONDS), "the pause after a failed "
+            "attempt; it doubles with each failure, up to a day", number(0, DAY)),
+    # a record that kills its worker must not cycle forever
+    Setting("TRANSCRIBER_MAX_LOST_LEASES", written(DEFAULT_MAX_LOST_LEASES), "how many times a record's "
+            "claims may run out of lease in one stage (its worker died or hung) before it is halted with "
+            "`worker_lost`", number(1, 1000, integer=True)),
+    Setting("TRANSCRIBER_MAX_UPLOAD_MB", "512", "the largest upload, in megabytes",
+            number(1, 1024 * 1024).then(lambda megabytes: int(megabytes * MB)), "max_upload_bytes"),
+    Setting("TRANSCRIBER_MAX_AUDIO_SECONDS", "14400", "the longest recording: a longer one is refused at "
+            "intake, or halted with `audio_too_long` if it only turns out longer", number(1, 7 * DAY),
+            "max_audio_seconds"),
+    # well under the official client's 600 s read timeout, so the client hears the answer (or the
+    # 504 naming the card) instead of timing out and retrying
+    Setting("TRANSCRIBER_SYNC_WAIT_SECONDS", "540", "how long `POST /v1/audio/transcriptions` waits for the text "
+            "before its 504; keep it under the clients' read timeout", number(0, DAY), "sync_wait_seconds"),
+    Setting("TRANSCRIBER_AUDIO_RETENTION_DAYS", None, "how long the original audio of a done record is kept "
+            "(its record, card and text stay); unset: as long as the record",
+            Kind(_retention_days, "a number of days, fractions allowed, more than 0"), "audio_retention_days"),
+    Setting("TRANSCRIBER_SESSION_IDLE_SECONDS", "43200", "how long a browser session may go unused before it "
+            "ends", number(1, 90 * DAY), "session_idle_seconds"),
+    Setting("TRANSCRIBER_LOG_JSON", None, "a file the service also logs to, as JSON lines", PATH,
+            "log_json"),
+    Setting("TRANSCRIBER_METRICS_PORT", None, "where a `dramatiq actors` run serves the Prometheus metrics of "
+            "all its worker processes, or on the next free port after it", number(1, 65535, integer=True),
+            "metrics_port"),
+)
+_BY_VARIABLE = {declared.variable: declared for declared in SETTINGS}
 
 
 @dataclass(frozen=True)
 class Settings:
+    """The configuration the service runs with, as `load` reads it: what each attribute means,
+    its variable and its default are in SETTINGS; `policies` gathers the step settings."""
+
     database_url: str | None
     home: Path
     broker_url: str | None
+    queue: str
     engine: str
+    whisper_model: str
+    language: str
+    device: str
+    compute_type: str | None
+    recognizer_threads: int | None
+    recognizer_timeout_seconds: float | None
+    openai_base_url: str | None
+    openai_api_key: str | None
+    openai_model: str
+    diarize: str
     tick_seconds: float
     policies: dict[Step, StepPolicy]
     max_upload_bytes: int
+    max_audio_seconds: float
+    sync_wait_seconds: float
+    audio_retention_days: float | None
+    session_idle_seconds: float
     log_json: Path | None
-    whisper_model: str = "tiny.en"
-    language: str = "auto"        # the default for uploads that name none; "auto" detects it
-    device: str = "cpu"
-    max_audio_seconds: float = 4 * 3600.0
-    # the OpenAI-compatible call's wait: well under the official client's 600 s read timeout, so
-    # the client hears the answer (or the 504 naming the card) instead of timing out and retrying
-    sync_wait_seconds: float = SYNC_WAIT_SECONDS
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    openai_model: str = "whisper-1"
-    # how long a recognizer process may take over one window before it is killed; None: a bound
-    # that grows with the window's length
-    recognizer_timeout_seconds: float | None = None
-    # the CPU threads each recognizer process decodes with; None: as many as the machine has.
-    # A worker with several threads runs a recognizer per thread, each with this many.
-    recognizer_threads: int | None = None
-    # what faster-whisper computes with; None: float16 on CUDA, int8 on a CPU with VNNI, float32 on
-    # one without (audio.whisper.default_compute)
-    compute_type: str | None = None
-    # where a worker process serves its Prometheus metrics (the first free port from here on)
-    metrics_port: int | None = None
-    queue: str = DEFAULT_QUEUE
-    # how long the original audio of a done record is kept; None: for as long as the record
-    audio_retention_days: float | None = None
-    # a browser session unused this long has ended (web.sessions)
-    session_idle_seconds: float = 12 * 3600.0
-    # who spoke when (issue 19): auto diarizes where the `speakers` extra is installed; off never
-    diarize: str = "auto"
+    metrics_port: int | None
 
     @property
     def diarize_on(self) -> bool:
@@ -91,168 +204,96 @@ class Settings:
         return self.policies[step]
 
 
-def _number(env: Mapping[str, str], name: str, default: float | None, *, minimum: float, maximum: float,
-            integer: bool = False) -> float:
-    """A finite number within [minimum, maximum]: `inf`, `nan` and absurd values stop the start
-    here instead of overflowing a timer or an interval later."""
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        kind = "a whole number" if integer else "a number"
-        raise ConfigError(name, f"must be {kind}, got {raw!r}") from None
-    if not math.isfinite(value) or not minimum <= value <= maximum:
-        raise ConfigError(name, f"must be between {minimum:g} and {maximum:g}, got {raw!r}")
-    return value
+def load(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings `env` (the process's environment by default) gives; ConfigError naming the
+    first variable that cannot be used."""
+    env = os.environ if env is None else env
+    values = {declared.variable: declared.read(env) for declared in SETTINGS}
+    _check_together(values)
+    as_they_are = {declared.attribute: values[declared.variable] for declared in SETTINGS if declared.attribute}
+    return Settings(**as_they_are, policies=_policies(values))
 
 
-def _language(env: Mapping[str, str]) -> str:
-    raw = env.get("TRANSCRIBER_LANGUAGE", "").strip().lower() or "auto"
-    try:
-        return check_language(raw)
-    except ValueError as error:
-        raise ConfigError("TRANSCRIBER_LANGUAGE", str(error)) from None
-
-
-def check_language(code: str) -> str:
-    """`auto` or a language code the recognizers know (`en`, `ru`, …); ValueError otherwise."""
-    from audio.models import LANGUAGES
-
-    code = code.strip().lower()
-    if code != "auto" and code not in LANGUAGES:
-        raise ValueError(f"unknown language {code!r}; use auto or a code such as en, ru, de, fr")
-    return code
+def read(variable: str, env: Mapping[str, str]) -> Any:
+    """One setting, checked, without the rest: for what must be known before `load` runs."""
+    return _BY_VARIABLE[variable].read(env)
 
 
 def broker_url_of(env: Mapping[str, str]) -> str | None:
     """TRANSCRIBER_BROKER_URL, checked: None for the in-process broker."""
-    broker_url = env.get("TRANSCRIBER_BROKER_URL", "").strip() or None
-    if broker_url is not None:
-        parts = urlsplit(broker_url)
-        if parts.scheme not in BROKER_SCHEMES or not parts.hostname:
-            raise ConfigError("TRANSCRIBER_BROKER_URL",
-                              f"must be a redis://HOST… or amqp://HOST… URL, got scheme {parts.scheme!r}")
-    return broker_url
+    return read("TRANSCRIBER_BROKER_URL", env)
 
 
 def queue_of(env: Mapping[str, str]) -> str:
-    """TRANSCRIBER_QUEUE, checked: the broker queue the wake-ups travel on. Services (or test
-    runs) that share one broker each name their own."""
-    queue = env.get("TRANSCRIBER_QUEUE", "").strip() or DEFAULT_QUEUE
-    if not _QUEUE_NAME.fullmatch(queue):
-        raise ConfigError("TRANSCRIBER_QUEUE", f"must be letters, digits, '.', '_' or '-' (at most 100), got {queue!r}")
-    return queue
+    """TRANSCRIBER_QUEUE, checked: the broker queue the wake-ups travel on."""
+    return read("TRANSCRIBER_QUEUE", env)
 
 
-def load(env: Mapping[str, str] | None = None) -> Settings:
-    env = os.environ if env is None else env
-    database_url = env.get("TRANSCRIBER_DATABASE_URL", "").strip() or None
-    if database_url is not None and not database_url.startswith(("postgresql://", "postgres://")) \
-            and "=" not in database_url:
-        raise ConfigError("TRANSCRIBER_DATABASE_URL", "must be a postgresql:// URL or a libpq conninfo string")
-
-    broker_url = broker_url_of(env)
-
-    engine = env.get("TRANSCRIBER_ENGINE", "").strip() or "faster-whisper"
-    if engine not in ENGINES:
-        raise ConfigError("TRANSCRIBER_ENGINE", f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
-    device = env.get("TRANSCRIBER_DEVICE", "").strip().lower() or "cpu"
-    if device not in DEVICES:
-        raise ConfigError("TRANSCRIBER_DEVICE", f"unknown device {device!r}; one of {', '.join(DEVICES)}")
-    openai_base_url = env.get("TRANSCRIBER_OPENAI_BASE_URL", "").strip().rstrip("/") or None
+def _check_together(values: Mapping[str, Any]) -> None:
+    """What no variable says wrong alone: the openai engine without a usable server address, a
+    language the chosen (English-only) model cannot write."""
+    engine, base_url = values["TRANSCRIBER_ENGINE"], values["TRANSCRIBER_OPENAI_BASE_URL"]
     if engine == "openai":
-        if openai_base_url is None:
+        if base_url is None:
             raise ConfigError("TRANSCRIBER_OPENAI_BASE_URL", "is required with TRANSCRIBER_ENGINE=openai")
-        if urlsplit(openai_base_url).scheme not in ("http", "https") or not urlsplit(openai_base_url).hostname:
+        if urlsplit(base_url).scheme not in ("http", "https") or not urlsplit(base_url).hostname:
             raise ConfigError("TRANSCRIBER_OPENAI_BASE_URL", "must be an http:// or https:// URL")
-
-    max_attempts = int(_number(env, "TRANSCRIBER_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS, minimum=1, maximum=1000,
-                               integer=True))
-    backoff = _number(env, "TRANSCRIBER_BACKOFF_SECONDS", DEFAULT_BACKOFF_SECONDS, minimum=0, maximum=DAY)
-    max_lost = int(_number(env, "TRANSCRIBER_MAX_LOST_LEASES", DEFAULT_MAX_LOST_LEASES, minimum=1, maximum=1000,
-                           integer=True))
-    policies = {}
-    for step in Step:
-        prefix = f"TRANSCRIBER_{step.name}_"
-        policies[step] = StepPolicy(
-            lease_seconds=_number(env, prefix + "LEASE_SECONDS", DEFAULT_LEASE_SECONDS[step], minimum=1,
-                                  maximum=DAY),
-            time_limit_seconds=_number(env, prefix + "TIME_LIMIT_SECONDS", DEFAULT_TIME_LIMIT_SECONDS[step],
-                                       minimum=1, maximum=LONGEST_TIME_LIMIT_SECONDS),
-            max_attempts=max_attempts,
-            backoff_seconds=backoff,
-            max_lost_leases=max_lost,
-        )
-
-    whisper_model = env.get("TRANSCRIBER_WHISPER_MODEL", "").strip() or "tiny.en"
-    language = _language(env)
+    language, model = values["TRANSCRIBER_LANGUAGE"], values["TRANSCRIBER_WHISPER_MODEL"]
     if engine == "faster-whisper" and language not in ("auto", "en"):
         from audio.models import english_only
 
-        if english_only(whisper_model):
+        if english_only(model):
             raise ConfigError("TRANSCRIBER_LANGUAGE", f"{language!r} needs a multilingual model; "
-                              f"{whisper_model} knows English only (TRANSCRIBER_WHISPER_MODEL=base)")
-    home = Path(env.get("TRANSCRIBER_HOME", "").strip() or "~/.local/share/transcriber").expanduser()
-    log_json = env.get("TRANSCRIBER_LOG_JSON", "").strip() or None
-    return Settings(
-        database_url=database_url,
-        home=home,
-        broker_url=broker_url,
-        engine=engine,
-        tick_seconds=_number(env, "TRANSCRIBER_TICK_SECONDS", 1.0, minimum=0.05, maximum=3600),
-        policies=policies,
-        max_upload_bytes=int(_number(env, "TRANSCRIBER_MAX_UPLOAD_MB", 512, minimum=1, maximum=1024 * 1024)
-                             * 1024 * 1024),
-        log_json=Path(log_json).expanduser() if log_json else None,
-        whisper_model=whisper_model,
-        language=language,
-        device=device,
-        max_audio_seconds=_number(env, "TRANSCRIBER_MAX_AUDIO_SECONDS", 4 * 3600.0, minimum=1, maximum=7 * DAY),
-        sync_wait_seconds=_number(env, "TRANSCRIBER_SYNC_WAIT_SECONDS", SYNC_WAIT_SECONDS, minimum=0, maximum=DAY),
-        openai_base_url=openai_base_url,
-        openai_api_key=env.get("TRANSCRIBER_OPENAI_API_KEY", "").strip() or None,
-        openai_model=env.get("TRANSCRIBER_OPENAI_MODEL", "").strip() or "whisper-1",
-        recognizer_timeout_seconds=_number(env, "TRANSCRIBER_RECOGNIZER_TIMEOUT_SECONDS", None, minimum=1,
-                                           maximum=DAY),
-        recognizer_threads=_number(env, "TRANSCRIBER_RECOGNIZER_THREADS", None, minimum=1, maximum=1024,
-                                   integer=True),
-        compute_type=_compute_type(env),
-        metrics_port=_port(env, "TRANSCRIBER_METRICS_PORT"),
-        queue=queue_of(env),
-        audio_retention_days=_retention_days(env),
-        session_idle_seconds=_number(env, "TRANSCRIBER_SESSION_IDLE_SECONDS", 12 * 3600.0, minimum=1, maximum=90 * DAY),
-        diarize=_choice(env, "TRANSCRIBER_DIARIZE", ("auto", "off")),
-    )
+                              f"{model} knows English only (TRANSCRIBER_WHISPER_MODEL=base)")
 
 
-def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
-    """One of `choices` (the first when unset)."""
-    raw = env.get(name, "").strip().lower() or choices[0]
-    if raw not in choices:
-        raise ConfigError(name, f"must be one of {', '.join(choices)}, got {raw!r}")
-    return raw
+def _policies(values: Mapping[str, Any]) -> dict[Step, StepPolicy]:
+    return {step: StepPolicy(
+        lease_seconds=values[_of_step(step, "LEASE_SECONDS")],
+        time_limit_seconds=values[_of_step(step, "TIME_LIMIT_SECONDS")],
+        max_attempts=values["TRANSCRIBER_MAX_ATTEMPTS"],
+        backoff_seconds=values["TRANSCRIBER_BACKOFF_SECONDS"],
+        max_lost_leases=values["TRANSCRIBER_MAX_LOST_LEASES"],
+    ) for step in Step}
 
 
-def _compute_type(env: Mapping[str, str]) -> str | None:
-    """TRANSCRIBER_COMPUTE_TYPE: auto (unset) leaves it to the device and the CPU
-    (audio.whisper.default_compute); float32 gives the same text on every CPU measured, at some
-    2.5 times int8's CPU."""
-    chosen = _choice(env, "TRANSCRIBER_COMPUTE_TYPE", ("auto", "int8", "float32", "float16", "int8_float16"))
-    return None if chosen == "auto" else chosen
+def markdown_table() -> str:
+    """The settings table of docs/operations.md, as it stands between its marker lines."""
+    return setting.markdown_table(SETTINGS)
 
 
-def _retention_days(env: Mapping[str, str]) -> float | None:
-    """TRANSCRIBER_AUDIO_RETENTION_DAYS: a positive number of days, fractions allowed; unset keeps
-    the audio. Zero is refused rather than read as "delete at once" or "keep"."""
-    name = "TRANSCRIBER_AUDIO_RETENTION_DAYS"
-    days = _number(env, name, None, minimum=0, maximum=100 * 365)
-    if days is not None and days <= 0:
-        raise ConfigError(name, f"must be more than 0 days (leave it unset to keep audio), got {env[name].strip()!r}")
-    return days
+def table_in(document: str) -> str:
+    """The part of `document` between the settings markers, blank lines around it dropped."""
+    return _parts(document)[1].strip("\n")
 
 
-def _port(env: Mapping[str, str], name: str) -> int | None:
-    value = _number(env, name, None, minimum=1, maximum=65535, integer=True)
-    return None if value is None else int(value)
+def with_table(document: str) -> str:
+    """`document` with the declarations' table between its settings markers."""
+    before, _, after = _parts(document)
+    return f"{before}{TABLE_BEGIN}\n{markdown_table()}\n{TABLE_END}{after}"
+
+
+def _parts(document: str) -> tuple[str, str, str]:
+    """What stands before the begin marker, between the markers, and after the end marker."""
+    before, begin, rest = document.partition(TABLE_BEGIN)
+    between, end, after = rest.partition(TABLE_END)
+    if not (begin and end):
+        raise ValueError(f"the markers {TABLE_BEGIN} and {TABLE_END} are not both there")
+    return before, between, after
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m service.config", description=__doc__.split("\n")[0])
+    parser.add_argument("--markdown", nargs="?", const="-", metavar="DOCUMENT", required=True,
+                        help="print the settings table; given a DOCUMENT, write it between that file's markers")
+    where = parser.parse_args(argv).markdown
+    if where == "-":
+        print(markdown_table())
+    else:
+        path = Path(where)
+        path.write_text(with_table(path.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
