@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Accuracy and speed of each engine and model on real speech with reference transcripts.
 
-    .venv/bin/python bench/accuracy.py [--runs N] [--json PATH] [--only LABEL ...] [--isa KIND ...] [--compute float32]
-    .venv/bin/python bench/accuracy.py --prompt-effect [--runs N]
+    .venv/bin/python -m bench.accuracy [--runs N] [--json PATH] [--only LABEL ...] [--isa KIND ...] [--compute float32]
+    .venv/bin/python -m bench.accuracy --prompt-effect [--runs N]
 
 For each recognizer: word error rate on normalised text (bench/wer.py) with its
 substitutions, deletions and insertions; real-time factor as wall seconds and as process CPU
@@ -15,9 +14,10 @@ text is reproducible per machine, not across machines. The data (bench/data.py) 
 first use.
 Prints a table and writes JSON (default bench/results/accuracy.json).
 
---prompt-effect measures the owner's prompt instead (issue 15 §3): the MFA "registers" set (short
-phrases, most of them "Montreal Forced Aligner") with each Whisper model, without a prompt and
-with prompt="Montreal Forced Aligner" (JSON: bench/results/accuracy_prompt.json).
+--prompt-effect measures the owner's prompt instead, what naming a rare term in it does to the
+text: the MFA "registers" set (short phrases, most of them "Montreal Forced Aligner") with each
+Whisper model, without a prompt and with prompt="Montreal Forced Aligner" (JSON:
+bench/results/accuracy_prompt.json).
 """
 from __future__ import annotations
 
@@ -28,18 +28,15 @@ import os
 import platform
 import resource
 import statistics
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+from bench import data
+from bench.common import RESULTS, cpu
+from bench.wer import NONE, Errors, normalise, score
 
-from bench import data  # noqa: E402
-from bench.common import cpu  # noqa: E402
-from bench.wer import NONE, Errors, normalise, score  # noqa: E402
 
 @dataclass(frozen=True)
 class Recognizer:
@@ -261,7 +258,7 @@ def row(result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="timing passes per recognizer (median)")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "accuracy.json")
+    parser.add_argument("--json", type=Path, default=RESULTS / "accuracy.json")
     parser.add_argument("--only", nargs="*", default=None,
                         help="run only recognizers whose label contains one of these strings")
     parser.add_argument("--prompt-effect", action="store_true",

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Server CPU per HTTP request: the service's API against a bare Starlette app running the same
 statement on the same pool, side by side. Prints a table, writes bench/results/api_cpu.json.
 
-    .venv/bin/python bench/api_cpu.py [--requests N] [--runs R]      (defaults 2000, 3)
+    .venv/bin/python -m bench.api_cpu [--requests N] [--runs R]      (defaults 2000, 3)
 
 Each server runs alone in a process of its own under uvicorn (as `transcriber serve` runs it);
 the client sends N requests one after another and the server process's CPU time over them is
@@ -20,13 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import httpx
 
-from scratch import ROOT, scratch_database  # noqa: E402  (sets up the import path)
-
-import httpx  # noqa: E402
-
-from common import median, report  # noqa: E402
+from bench.common import ROOT, median, report
+from bench.scratch import scratch_database
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -38,8 +34,8 @@ def bare_app(url: str):
     from starlette.routing import Route
 
     from db import Database
-    from db.queries import query
     from db.accounts import hash_token
+    from db.queries import query
 
     db = Database(url, max_size=10)
 
@@ -87,7 +83,7 @@ def free_port() -> int:
 def measure(kind: str, url: str, paths: dict[str, str], token: str, requests: int) -> dict[str, float]:
     """Server CPU microseconds per request, per address."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", kind, url, str(port)], cwd=ROOT,
+    server = subprocess.Popen([sys.executable, "-m", __spec__.name, "--serve", kind, url, str(port)], cwd=ROOT,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"})

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """How quickly the HTTP API answers while the same process recognises speech. Prints a table.
 
-    .venv/bin/python bench/api_latency.py [SECONDS_OF_AUDIO]     (default 120)
+    .venv/bin/python -m bench.api_latency [SECONDS_OF_AUDIO]     (default 120)
 
 `transcriber up` serves the API and runs workers in one process. The recognizer holds the
 interpreter lock while it decodes, so it is fed in small pieces; this measures what an owner
@@ -17,19 +16,16 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import httpx
+import uvicorn
 
-from scratch import scratch_database  # noqa: E402  (sets up the import path)
-
-import httpx  # noqa: E402
-import uvicorn  # noqa: E402
-
-from audio.decode import BYTES_PER_SECOND  # noqa: E402
-from db import Database, Store  # noqa: E402
-from media import encode, speech_pcm  # noqa: E402
-from service import config, logs  # noqa: E402
-from transcriber.local import LocalPipeline  # noqa: E402
-from web.app import create_app  # noqa: E402
+from audio.decode import BYTES_PER_SECOND
+from bench.recordings import sample_pcm, sample_recording
+from bench.scratch import scratch_database
+from db import Database, Store
+from service import config, logs
+from transcriber.local import LocalPipeline
+from web.app import create_app
 
 
 def latencies(client: httpx.Client, count: int) -> list[float]:
@@ -67,8 +63,8 @@ def main(seconds: int) -> None:
                               headers={"Authorization": f"Bearer {token}"})
         print(f"{'GET /healthz':<22} {'calls':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
         row("idle", latencies(client, 100))
-        repeat = max(1, round(seconds / (len(speech_pcm()) / BYTES_PER_SECOND)))
-        path = encode(Path(folder) / "long.flac", "flac", repeat=repeat)
+        repeat = max(1, round(seconds / (len(sample_pcm()) / BYTES_PER_SECOND)))
+        path = sample_recording(Path(folder) / "long.flac", "flac", repeat=repeat)
         with path.open("rb") as handle:
             record = client.post("/records", files={"file": handle}).json()["id"]
         with LocalPipeline(store, settings):

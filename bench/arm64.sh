@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The service on an ARM CPU, emulated: what text a machine that is not x86 writes (issue 15).
+# The service on an ARM CPU, emulated: what text a machine that is not x86 writes (the words
+# a model writes differ by CPU kind, so a result names the kind it was measured on).
 #
 #   sudo bench/arm64.sh CPU COMMAND...      e.g.
-#   sudo bench/arm64.sh neoverse-n1 .venv/bin/python bench/accuracy.py --runs 1 --only "tiny.en [en]"
+#   sudo bench/arm64.sh neoverse-n1 .venv/bin/python -m bench.accuracy --runs 1 --only "tiny.en [en]"
 #   sudo TRANSCRIBER_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/arm \
 #        bench/arm64.sh cortex-a72 .venv/bin/transcriber transcribe transcriber/samples/hello.ogg
 #
@@ -16,7 +17,7 @@
 # index. pgserver and pocketsphinx have no arm64 wheels: a command that needs a database gets
 # TRANSCRIBER_DATABASE_URL (the host's PostgreSQL), and the pocketsphinx engine is absent.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n 4,7p "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n 5,8p "$0"; exit 2; }
 cpu=$1; shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=${ARM_ROOT:-/opt/transcriber-arm64}

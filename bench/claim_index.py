@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """What one claim costs the database as the table grows and with paused records at the head of
 the queue, how many lease renewals are HOT updates, and the claim indexes' size: the claim as it
-is now beside the one before migration 15 (issue 16 §1). Prints a table, writes
+is now beside the one before migration 15. Prints a table, writes
 bench/results/claim_index.json.
 
-    .venv/bin/python bench/claim_index.py [--done N] [--samples S] [--runs R] [--renewals K]
+    .venv/bin/python -m bench.claim_index [--done N] [--samples S] [--runs R] [--renewals K]
                                           (defaults 1000000, 50, 3, 500)
 
 Each case is timed by the server itself: EXPLAIN (ANALYZE, BUFFERS) of the claim statement as
@@ -20,19 +19,15 @@ Figures are medians of S samples, then of R runs.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 from psycopg import sql
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scratch import scratch_database  # noqa: E402  (sets up the import path)
-
-from common import median, report  # noqa: E402
-from db import Database, Store  # noqa: E402
-from db.queries import compose, query  # noqa: E402
+from bench import statements
+from bench.common import median, report
+from bench.scratch import scratch_database
+from db import Database, Store
+from db.queries import query
 
 PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30, "holder": "bench"}
 DESIGNS = {"before": "bench_picks_before", "now": None}
@@ -45,15 +40,15 @@ def claim_statement(picks: str | None) -> sql.Composable:
     if picks is None:
         return query("claim")
     claim = query("claim").as_string(None)
-    return sql.SQL("WITH {picks}, {rest}").format(picks=query(picks), rest=sql.SQL(claim[claim.index("claimed AS ("):]))
+    return sql.SQL("WITH {picks}, {rest}").format(picks=statements.query(picks), rest=sql.SQL(claim[claim.index("claimed AS ("):]))
 
 
 def claim_cost(db: Database, samples: int, claim) -> tuple[float, float]:
     """Median execution milliseconds and buffers touched of one claim."""
     times, buffers = [], []
     with db.transaction() as conn:
-        conn.execute(query("bench_generic_plans"))
-        statement = compose("bench_explain", statement=claim)
+        conn.execute(statements.query("bench_generic_plans"))
+        statement = statements.compose("bench_explain", statement=claim)
         for _ in range(samples):
             with conn.transaction(force_rollback=True):
                 plan = conn.execute(statement, PARAMS).fetchone()["QUERY PLAN"][0]
@@ -65,7 +60,7 @@ def claim_cost(db: Database, samples: int, claim) -> tuple[float, float]:
 def hot_ratio(db: Database, renewals: int) -> float:
     """The share of `renewals` lease renewals (each its own transaction) that were HOT updates."""
     with db.transaction() as conn:
-        claims = conn.execute(query("bench_claim_some"), {"count": 10}).fetchall()
+        claims = conn.execute(statements.query("bench_claim_some"), {"count": 10}).fetchall()
     counts = _settled_updates(db, None)
     with db.connection() as conn:
         for n in range(renewals):
@@ -82,10 +77,10 @@ def _settled_updates(db: Database, expected: int | None) -> dict:
     deadline = time.monotonic() + 60
     while True:
         with db.connection() as conn:
-            conn.execute(query("bench_flush_stats"))
+            conn.execute(statements.query("bench_flush_stats"))
         with db.connection() as conn:
-            conn.execute(query("bench_fresh_stats"))
-            counts = conn.execute(query("bench_updates")).fetchone()
+            conn.execute(statements.query("bench_fresh_stats"))
+            counts = conn.execute(statements.query("bench_updates")).fetchone()
         if expected is None or counts["updated"] >= expected or time.monotonic() > deadline:
             return counts
         time.sleep(0.2)
@@ -93,9 +88,9 @@ def _settled_updates(db: Database, expected: int | None) -> dict:
 
 def fill(db: Database, owner: int, blob: int, named: str, count: int) -> None:
     with db.transaction() as conn:
-        conn.execute(query(named), {"owner_id": owner, "blob_id": blob, "count": count})
+        conn.execute(statements.query(named), {"owner_id": owner, "blob_id": blob, "count": count})
     with db.connection() as conn:
-        conn.execute(query("bench_analyze"))
+        conn.execute(statements.query("bench_analyze"))
 
 
 def one_run(url: str, design: str, done: int, samples: int, renewals: int) -> dict:
@@ -106,7 +101,7 @@ def one_run(url: str, design: str, done: int, samples: int, renewals: int) -> di
         owner = store.owner_by_name("bench")["id"]
         blob, _ = store.store_blob([b"x"], "application/octet-stream")
         with db.transaction() as conn:
-            conn.execute(query("bench_reset"))
+            conn.execute(statements.query("bench_reset"))
         fill(db, owner, blob, "bench_fill", 10_000)
         found["10k eligible"] = claim_cost(db, samples, claim)
         fill(db, owner, blob, "bench_pause_head", 10_000)
@@ -115,7 +110,7 @@ def one_run(url: str, design: str, done: int, samples: int, renewals: int) -> di
         found[f"... + {done // 1000}k done"] = claim_cost(db, samples, claim)
         found["hot"] = hot_ratio(db, renewals)
         with db.connection() as conn:
-            found["index bytes"] = conn.execute(query("bench_index_size")).fetchone()["claimable_bytes"]
+            found["index bytes"] = conn.execute(statements.query("bench_index_size")).fetchone()["claimable_bytes"]
     return found
 
 
@@ -139,7 +134,7 @@ def main() -> None:
                     Store(db).add_owner("bench")
                     if design == "before":
                         with db.transaction() as conn:
-                            conn.execute(query("bench_design_before"))
+                            conn.execute(statements.query("bench_design_before"))
                 runs[design].append(one_run(url, design, args.done, args.samples, args.renewals))
     rows = []
     for design, found in runs.items():

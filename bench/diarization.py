@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Speaker diarization: error rate, speed and memory on conversations of known speakers.
 
-    .venv/bin/python bench/diarization.py [--long] [--long-hours H] [--smoke] [--words N]
+    .venv/bin/python -m bench.diarization [--long] [--long-hours H] [--smoke] [--words N]
 
 Conversations are built by joining real recorded utterances of different speakers from the
 benchmark's data (bench/data.py: the LibriVox reader, the card-names and "go forward" speakers
@@ -30,25 +29,21 @@ model loading included.
 from __future__ import annotations
 
 import argparse
-import os
 import itertools
 import multiprocessing
+import os
 import resource
-import sys
 import tempfile
 import wave
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-
-from audio.decode import SAMPLE_RATE, pcm16k  # noqa: E402
-from audio.speakers.cluster import cluster  # noqa: E402
-from audio.speakers.diarize import pcm_embeddings, speaker_turns  # noqa: E402
-from audio.speakers.regions import speech_regions  # noqa: E402
-from common import report  # noqa: E402
+from audio.decode import SAMPLE_RATE, pcm16k
+from audio.speakers.cluster import cluster
+from audio.speakers.diarize import pcm_embeddings, speaker_turns
+from audio.speakers.regions import speech_regions
+from bench.common import report
 
 PIECE_SECONDS = 8.0
 BRIEF_SECONDS = 2.0          # a brief speaker says one piece of 1.5 s to this
@@ -72,7 +67,7 @@ def trimmed(samples: np.ndarray, threshold: float = 0.02) -> np.ndarray:
 
 def pieces_by_speaker() -> dict[str, list[np.ndarray]]:
     """Each speaker's speech cut at its pauses into pieces of at most PIECE_SECONDS."""
-    from data import prepare
+    from bench.data import prepare
 
     out: dict[str, list[np.ndarray]] = {name: [] for name in SPEAKERS}
     for utterance in prepare()["en"]:
@@ -97,7 +92,7 @@ def conversation_parts(pieces: dict[str, list[np.ndarray]], speakers: list[str],
     A speaker whose pieces run out starts over from the first."""
     rng = np.random.default_rng(seed)
     used = {name: 0 for name in speakers}
-    at, last, heard, brief_said = 0.0, None, set(), brief is None
+    at, last, previous, heard, brief_said = 0.0, None, 0.0, set(), brief is None
     while at < seconds or len(heard) < len(speakers):
         if not brief_said and at >= seconds / 2:
             said = next(p for p in pieces[brief] if len(p) >= 1.5 * SAMPLE_RATE)

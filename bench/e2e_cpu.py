@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """End-to-end CPU per record against raw recognition of the same files. Prints a table, writes
 bench/results/e2e_cpu.json.
 
-    .venv/bin/python bench/e2e_cpu.py [--records N] [--repeat K] [--runs R]   (defaults 3, 3, 3)
+    .venv/bin/python -m bench.e2e_cpu [--records N] [--repeat K] [--runs R]   (defaults 3, 3, 3)
 
 The same N recordings (the bundled speech sample repeated K times, as mp3) are
   * raw: decoded and recognised in a plain loop in one fresh process (PyAV, the configured
@@ -20,16 +19,12 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scratch import scratch_database  # noqa: E402  (sets up the import path)
-
-from common import median, report  # noqa: E402
+from bench.common import median, report
+from bench.scratch import scratch_database
 
 
 def tree_cpu(pids: list[int] | None = None) -> dict[int, float]:
@@ -68,8 +63,8 @@ def raw(paths: list[str]) -> float:
 
 
 def pipeline(url: str, paths: list[str]) -> float:
+    from bench import statements
     from db import Database, Store
-    from db.queries import query
     from service import config, logs
     from transcriber.local import LocalPipeline
 
@@ -88,7 +83,7 @@ def pipeline(url: str, paths: list[str]) -> float:
 
             def backends() -> list[int]:
                 with db.connection() as conn:
-                    return [row["pid"] for row in conn.execute(query("bench_backends"))]
+                    return [row["pid"] for row in conn.execute(statements.query("bench_backends"))]
 
             before = tree_cpu(backends())
             records = [store.accept(owner, [Path(p).read_bytes()], source_name=Path(p).name) for p in paths]
@@ -104,8 +99,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-write", action="store_true", help="print only (a smoke run)")
     args = parser.parse_args()
+    from bench.recordings import sample_recording
     from db import Database, Store
-    from media import encode
     from service import config, logs
 
     logs.configure(level="WARNING")
@@ -116,7 +111,7 @@ def main() -> None:
         with Database(url, max_size=2) as db:
             db.migrate()
             Store(db).add_owner("bench")
-        paths = [str(encode(Path(folder) / f"{i}.mp3", "mp3", repeat=args.repeat)) for i in range(args.records)]
+        paths = [str(sample_recording(Path(folder) / f"{i}.mp3", "mp3", repeat=args.repeat)) for i in range(args.records)]
         for run in range(args.runs):
             for side in (("raw", "pipeline") if run % 2 == 0 else ("pipeline", "raw")):
                 with context.Pool(1, maxtasksperchild=1) as pool:

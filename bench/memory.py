@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Peak memory of the main job on a long recording: `transcriber transcribe` on a file of real
 speech and pauses, as a user runs it. Prints a table.
 
-    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python bench/memory.py [--minutes 120]
+    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python -m bench.memory [--minutes 120]
         [--speech bench|sample] [--keep PATH]
 
 The recording is built with PyAV: the English recordings of the accuracy benchmark
@@ -28,59 +27,42 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import numpy as np
+import psutil
 
-import av  # noqa: E402
-import numpy as np  # noqa: E402
-import psutil  # noqa: E402
-
-from audio.decode import SAMPLE_RATE, pcm16k  # noqa: E402
+from audio.decode import SAMPLE_RATE, pcm16k
+from bench.common import ROOT
+from bench.recordings import sample_pcm, write
 
 SAMPLE_SECONDS = 0.5
-SAMPLE = ROOT / "transcriber" / "samples" / "hello.ogg"
 
 
 def speech(kind: str) -> list[bytes]:
     """The recordings the long file is made of, as 16 kHz mono s16 PCM."""
     if kind == "sample":
-        return [b"".join(pcm16k(SAMPLE))]
+        return [sample_pcm()]
     from bench import data
 
     return [b"".join(pcm16k(Path(u.path))) for u in data.prepare()["en"]]
 
 
-def build(path: Path, minutes: float, kind: str) -> float:
-    """Write the long recording to `path` (Ogg Opus, streamed: never all in memory); its seconds."""
-    pieces = speech(kind)
+def with_pauses(pieces: list[bytes], minutes: float):
+    """The pieces over and over, each followed by a pause of 0.5 to 3 s, to `minutes` in all."""
     rng = np.random.default_rng(2)  # the same pauses every time
     total = int(minutes * 60 * SAMPLE_RATE)
-    written = 0
-    with av.open(str(path), "w", format="ogg") as out:
-        stream = out.add_stream("libopus", rate=48000, layout="mono")
-        stream.bit_rate = 32000
-        resampler = av.AudioResampler(format=stream.codec_context.format, layout="mono", rate=48000)
-        fifo = av.AudioFifo()
-        number = 0
-        while written < total:
-            pause = np.zeros(int(rng.uniform(0.5, 3.0) * SAMPLE_RATE), dtype=np.int16)
-            samples = np.concatenate([np.frombuffer(pieces[number % len(pieces)], dtype=np.int16), pause])
-            samples = samples[: total - written]
-            number += 1
-            written += len(samples)
-            frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
-            frame.rate = SAMPLE_RATE
-            for resampled in resampler.resample(frame):
-                fifo.write(resampled)
-            while fifo.samples >= 960:
-                out.mux(stream.encode(fifo.read(960)))
-        for resampled in resampler.resample(None):
-            fifo.write(resampled)
-        while frame := fifo.read(960, partial=True):
-            frame.pts = None
-            out.mux(stream.encode(frame))
-        out.mux(stream.encode(None))
-    return written / SAMPLE_RATE
+    written = number = 0
+    while written < total:
+        pause = np.zeros(int(rng.uniform(0.5, 3.0) * SAMPLE_RATE), dtype=np.int16)
+        samples = np.concatenate([np.frombuffer(pieces[number % len(pieces)], dtype=np.int16), pause])
+        samples = samples[: total - written]
+        number += 1
+        written += len(samples)
+        yield samples
+
+
+def build(path: Path, minutes: float, kind: str) -> float:
+    """Write the long recording to `path` (Ogg Opus, streamed: never all in memory); its seconds."""
+    return write(path, with_pauses(speech(kind), minutes), "opus", bit_rate=32000)
 
 
 def role(process: psutil.Process) -> str:

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """What one /metrics scrape costs the database with many records: the counts kept by triggers
-(migration 28, issue 17 §5) against the full count it ran before. Prints a table, writes
-bench/results/metrics_scrape.json.
+(migration 28, so that a scrape's work grows with the stages, not with the records) against the
+full count it ran before. Prints a table, writes bench/results/metrics_scrape.json.
 
-    .venv/bin/python bench/metrics_scrape.py [--done N] [--scrapes S]   (defaults 200000, 50)
+    .venv/bin/python -m bench.metrics_scrape [--done N] [--scrapes S]   (defaults 200000, 50)
 
 The scratch database holds N done records, 1,000 waiting and 100 paused ones. Each scrape is
 timed from the client (one round trip on a warm connection, the fold and the read in one
@@ -12,17 +11,12 @@ transaction for the kept counts); between kept-count scrapes 10 records move, as
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scratch import scratch_database  # noqa: E402  (sets up the import path)
-
-from common import median, percentile, report  # noqa: E402
-from db import Database, Store  # noqa: E402
-from db.queries import query  # noqa: E402
+from bench import statements
+from bench.common import median, percentile, report
+from bench.scratch import scratch_database
+from db import Database, Store
 
 
 def main() -> None:
@@ -40,19 +34,19 @@ def main() -> None:
         blob = store.read_record(first)["original_blob_id"]
         with db.transaction() as conn:
             params = {"owner_id": owner, "blob_id": blob}
-            conn.execute(query("bench_finish"), {**params, "count": args.done})
-            conn.execute(query("bench_fill"), {**params, "count": 1000})
-            conn.execute(query("bench_pause_head"), {**params, "count": 100})
-            conn.execute(query("bench_analyze"))
+            conn.execute(statements.query("bench_finish"), {**params, "count": args.done})
+            conn.execute(statements.query("bench_fill"), {**params, "count": 1000})
+            conn.execute(statements.query("bench_pause_head"), {**params, "count": 100})
+            conn.execute(statements.query("bench_analyze"))
         store.queue_counts()  # the fill's changes folded once
 
         def full():
             with db.connection() as conn:
-                return conn.execute(query("bench_full_queue_count")).fetchall()
+                return conn.execute(statements.query("bench_full_queue_count")).fetchall()
 
         def move_some():  # 10 records move between two scrapes, as they would
             with db.transaction() as conn:
-                conn.execute(query("bench_fill"), {"owner_id": owner, "blob_id": blob, "count": 10})
+                conn.execute(statements.query("bench_fill"), {"owner_id": owner, "blob_id": blob, "count": 10})
 
         def timed(scrape, between=lambda: None) -> list[float]:
             found = []

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
-"""Retention and quotas at archive sizes (issue 16 §2): what the retention pass, an owner's use,
+"""Retention and quotas at archive sizes: what the retention pass, an owner's use,
 the owners' list and the stored-bytes gauge cost. Prints a table.
 
-    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python bench/retention.py [--records 20000]
+    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python -m bench.retention [--records 20000]
 
 A scratch database gets `--owners` owners sharing `--records` done records (a small original
 each, one chunk), half of them past a 30-day retention. Timed, each on the service's own code:
@@ -13,18 +12,13 @@ each, one chunk), half of them past a 30-day retention. Timed, each on the servi
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from bench.common import report  # noqa: E402
-from bench.scratch import scratch_database  # noqa: E402
-from db import Database, Store  # noqa: E402
-from db.queries import query  # noqa: E402
-from service import logs  # noqa: E402
+from bench import statements
+from bench.common import report
+from bench.scratch import scratch_database
+from db import Database, Store
+from service import logs
 
 DAY = 86400.0
 
@@ -58,9 +52,9 @@ def main() -> None:
         with db.connection() as conn:
             for i, owner_id in enumerate(owners):
                 for age in (60, 1):  # half past the retention, half not
-                    conn.execute(query("bench_fill_archive"), {"owner_id": owner_id, "count": each // 2,
+                    conn.execute(statements.query("bench_fill_archive"), {"owner_id": owner_id, "count": each // 2,
                                                                "age_days": age, "chunk_bytes": args.chunk_kb * 1024})
-            conn.execute(query("bench_vacuum_analyze"))
+            conn.execute(statements.query("bench_vacuum_analyze"))
         store.set_quota("owner0", seconds=1e9, size_bytes=10**12)
         rows = []
         ms, use = timed(lambda: store.owner_usage(owners[0]))

@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
-"""The pipeline at archive scale (issue 16 §7): an archive of N records for M owners, and what a
+"""The pipeline at archive scale: an archive of N records for M owners, and what a
 claim, a card and a list cost in it, how long the orphan sweep takes, how many lease renewals
 are HOT updates, and the claim order of the fairness scenario. Prints a table, writes
 bench/results/scale.json.
 
-    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python bench/scale.py
+    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python -m bench.scale
         [--records 1000000] [--owners 10000] [--waiting 20000] [--samples 300] [--paused 10000]
 
-The archive is synthetic, built by the server (bench.sql): every record has a small blob of its
+The archive is synthetic, built by the server (bench/queries.sql): every record has a small blob of its
 own (one 64-byte chunk), done records a text of ~200 characters; `waiting` of them are at stage
 created, accepted over the owners round robin so each takes its turn. Figures:
 - claim p50/p99: `Store.claim` as a worker calls it, client wall time, `samples` claims;
@@ -18,27 +17,22 @@ created, accepted over the owners round robin so each takes its turn. Figures:
 - card and list p99: `Store.card_row` and `Store.list_card_rows` (a page of 20) of sampled
   records and owners;
 - sweep: one full `Store.sweep_orphan_blobs` pass over every blob (none is an orphan);
-- renewals: the HOT share of 500 renewals (bench/claim_index.py's measure);
+- renewals: the HOT share of 500 renewals (bench.claim_index's measure);
 - fairness: from an idle queue, owner A uploads 30 recordings, then owner B one; the order one
-  claimer takes them in. Byte and WAL figures per audio hour are bench/storage.py's.
+  claimer takes them in. Byte and WAL figures per audio hour are bench.storage's.
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scratch import scratch_database  # noqa: E402  (sets up the import path)
-
-from claim_index import claim_cost, claim_statement, hot_ratio  # noqa: E402
-from common import percentile, report  # noqa: E402
-from db import Database, Store  # noqa: E402
-from db.queries import query  # noqa: E402
-from domain.policy import StepPolicy  # noqa: E402
-from domain.stages import Step  # noqa: E402
+from bench import statements
+from bench.claim_index import claim_cost, claim_statement, hot_ratio
+from bench.common import percentile, report
+from bench.scratch import scratch_database
+from db import Database, Store
+from domain.policy import StepPolicy
+from domain.stages import Step
 
 POLICY = StepPolicy(lease_seconds=600, time_limit_seconds=86400 * 30, max_attempts=3, backoff_seconds=10)
 DESIGNS = {"now (fair turns)": None, "migration 15 (queued_at)": "bench_picks_queued",
@@ -55,21 +49,21 @@ def build(db: Database, records: int, owners: int, waiting: int) -> float:
     """The archive; seconds it took."""
     started = time.monotonic()
     with db.transaction() as conn:
-        conn.execute(query("bench_scale_owners"), {"count": owners})
-        conn.execute(query("bench_scale_blobs"), {"count": records})
-        first = conn.execute(query("bench_scale_blob_ids")).fetchone()["first"]
-        conn.execute(query("bench_scale_done"), {"count": records - waiting, "owners": owners, "first_blob": first})
-        conn.execute(query("bench_scale_waiting"), {"count": waiting, "owners": owners,
+        conn.execute(statements.query("bench_scale_owners"), {"count": owners})
+        conn.execute(statements.query("bench_scale_blobs"), {"count": records})
+        first = conn.execute(statements.query("bench_scale_blob_ids")).fetchone()["first"]
+        conn.execute(statements.query("bench_scale_done"), {"count": records - waiting, "owners": owners, "first_blob": first})
+        conn.execute(statements.query("bench_scale_waiting"), {"count": waiting, "owners": owners,
                                                     "first_blob": first + records - waiting})
     with db.connection() as conn:
-        conn.execute(query("bench_analyze"))
+        conn.execute(statements.query("bench_analyze"))
     return time.monotonic() - started
 
 
 def fairness(store: Store, db: Database) -> str:
     """The claim order of A's 30 uploads and B's one, from an idle queue: 'A A B A …'."""
     with db.transaction() as conn:
-        conn.execute(query("bench_scale_settle"))
+        conn.execute(statements.query("bench_scale_settle"))
     a, b = (store.owner_by_name(name)["id"] for name in ("scale-1", "scale-2"))
     names = {store.accept(a, [b"a"], title="a"): "A" for _ in range(30)}
     names[store.accept(b, [b"b"], title="b")] = "B"
@@ -95,7 +89,7 @@ def main() -> None:
         store = Store(db)
         rows.append(["build the archive (s)", round(build(db, args.records, args.owners, args.waiting), 1)])
         with db.connection() as conn:
-            sample = conn.execute(query("bench_scale_sample_ids"), {"count": args.samples}).fetchall()
+            sample = conn.execute(statements.query("bench_scale_sample_ids"), {"count": args.samples}).fetchall()
         claims = [timed(lambda: store.claim(Step.CONVERT, POLICY)) for _ in range(min(args.samples, args.waiting // 2))]
         cards = [timed(lambda: store.card_row(row["id"], row["owner_id"])) for row in sample]
         lists = [timed(lambda: store.list_card_rows(row["owner_id"], 20, 0)) for row in sample]
@@ -108,11 +102,11 @@ def main() -> None:
         owner = store.owner_by_name("scale-3")["id"]
         blob, _ = store.store_blob([b"x"], "application/octet-stream")
         with db.transaction() as conn:
-            conn.execute(query("bench_pause_head"), {"owner_id": owner, "blob_id": blob, "count": args.paused})
-            conn.execute(query("bench_design_queued"))
-            conn.execute(query("bench_design_both_before"))
+            conn.execute(statements.query("bench_pause_head"), {"owner_id": owner, "blob_id": blob, "count": args.paused})
+            conn.execute(statements.query("bench_design_queued"))
+            conn.execute(statements.query("bench_design_both_before"))
         with db.connection() as conn:
-            conn.execute(query("bench_analyze"))
+            conn.execute(statements.query("bench_analyze"))
         for design, parts in DESIGNS.items():
             ms, buffers = claim_cost(db, 30, claim_statement(parts))
             rows.append([f"claim, server ms (buffers), {args.paused} paused at the head: {design}",

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
-from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import psycopg
+from psycopg import sql
 
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
-
-from db.database import embedded_url  # noqa: E402
-from service import config  # noqa: E402
+from db.database import embedded_url
+from service import config
 
 # one of this process's own: two benchmarks running at once never drop each other's
 NAME = f"transcriber_bench_{os.getpid()}"

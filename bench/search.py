@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
-"""Search over a large archive (issue 18): 1,000,000 segments (1,000 audio hours) for 1,000
+"""Search over a large archive: 1,000,000 segments (1,000 audio hours) for 1,000
 owners and one owner of 100,000 segments (100 hours); p50/p95 of a one-word, a two-word, a phrase,
 a prefix and a common-word query for a typical owner and for the heavy one, the index's size per
 audio hour, and what indexing an hour of transcript adds to the save. Prints a table.
 
-    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python bench/search.py [--segments 1000000]
+    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python -m bench.search [--segments 1000000]
 
 The archive is filled server-side (bench_search_fill: segments of 3.6 s, 10-16 words each from a
 vocabulary of pseudo-words with a Zipf-like frequency, English configuration) straight into the
@@ -32,22 +31,20 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import psycopg
+from psycopg import sql
 
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
-
-from bench.common import percentile, report  # noqa: E402
-from bench.scratch import scratch_database  # noqa: E402
-from bench.storage import window_segments  # noqa: E402
-from conftest import policy  # noqa: E402
-from db import Database, Store  # noqa: E402
-from db.pipeline import _save_statement  # noqa: E402
-from db.queries import compose, query  # noqa: E402
-from domain.stages import Step  # noqa: E402
-from service import logs  # noqa: E402
-from service.search import hits  # noqa: E402
+from bench import statements
+from bench.common import percentile, report
+from bench.scratch import scratch_database
+from bench.storage import window_segments
+from db import Database, Store
+from db.pipeline import _save_statement
+from db.queries import query
+from domain.policy import StepPolicy
+from domain.stages import Step
+from service import logs
+from service.search import hits
 
 SEGMENT_SECONDS = 3.6         # 1,000,000 segments = 1,000 audio hours
 SEGMENTS_PER_RECORD = 100     # a 6-minute recording
@@ -56,6 +53,8 @@ KINDS = ("one word", "two words", "phrase", "prefix", "common word")
 COMMON = 10                   # the common words: the sampled segments' most frequent
 SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"] + ["ar", "en", "or", "is", "ul"]
 VOCABULARY = 20_000           # distinct words of the archive
+# the hour's record is claimed as a worker would; nothing here waits out a lease or a retry
+POLICY = StepPolicy(lease_seconds=60, time_limit_seconds=3600, max_attempts=3, backoff_seconds=10)
 
 
 def vocabulary(rng: random.Random, size: int) -> list[str]:
@@ -73,21 +72,21 @@ def fill(db: Database, blob_id: int, owners: int, segments: int, heavy: int) -> 
     search rows. Returns seconds."""
     began = time.perf_counter()
     with db.connection() as conn:
-        conn.execute(query("bench_search_owners"), {"count": owners})
+        conn.execute(statements.query("bench_search_owners"), {"count": owners})
         conn.execute(query("create_owner"), {"name": "heavy", "token_hash": "bench-heavy"})
         first = 2  # record 1 is the hour's
         for prefix, per_owner in (("o", max(1, segments // owners // SEGMENTS_PER_RECORD)),
                                   ("heavy", heavy // SEGMENTS_PER_RECORD)):
-            last = conn.execute(query("bench_search_records"), {"blob_id": blob_id, "per_owner": per_owner,
+            last = conn.execute(statements.query("bench_search_records"), {"blob_id": blob_id, "per_owner": per_owner,
                                                                  "language": "en", "prefix": prefix}).fetchone()["last"]
             for start in range(first, (last or 0) + 1, FILL_BATCH_RECORDS):
-                conn.execute(query("bench_search_fill"), {
+                conn.execute(statements.query("bench_search_fill"), {
                     "first": start, "last": start + FILL_BATCH_RECORDS, "per_record": SEGMENTS_PER_RECORD,
                     "seconds": SEGMENT_SECONDS, "syllables": SYLLABLES, "words": VOCABULARY})
                 print(f"  filled records {start}-{min(last, start + FILL_BATCH_RECORDS - 1)} of {last}",
                       file=sys.stderr, flush=True)
             first = (last or first - 1) + 1
-        conn.execute(query("bench_search_analyze"))
+        conn.execute(statements.query("bench_search_analyze"))
     return time.perf_counter() - began
 
 
@@ -105,7 +104,7 @@ def queries(db: Database, count: int, rng: random.Random, owner_id: int | None =
     """`count` (owner id, query text) of each kind, drawn from sampled segments (of one owner's,
     or any)."""
     with db.connection() as conn:
-        samples = conn.execute(query("bench_search_samples"),
+        samples = conn.execute(statements.query("bench_search_samples"),
                                {"percent": percent, "count": count, "owner_id": owner_id}).fetchall()
     made: dict[str, list[tuple[int, str]]] = {kind: [] for kind in KINDS}
     frequency = Counter(word for sample in samples for word in sample["body"].split())
@@ -136,7 +135,7 @@ def server_cpu_ns(pids: list[int]) -> int | None:
 
 def timed_queries(db: Database, store: Store, made: dict[str, list[tuple[int, str]]]) -> list[list]:
     with db.connection() as conn:
-        pids = [row["pid"] for row in conn.execute(query("bench_backends"))]
+        pids = [row["pid"] for row in conn.execute(statements.query("bench_backends"))]
     rows = []
     for kind in KINDS:
         seconds, cpu, found, capped = [], [], [], 0
@@ -164,13 +163,13 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
     rolled back; the medians). The index's pending list is emptied before each, and the hour's
     keys merged from it into the index right after, timed: that merge is indexing too, done by a
     later insert or by vacuum."""
-    claim = store.claim(Step.CONVERT, policy())
+    claim = store.claim(Step.CONVERT, POLICY)
     assert claim.record_id == record_id, "the scratch database has another record to work"
     store.save_result(claim, {"duration_seconds": 3600.0})
-    claim = store.claim(Step.RECOGNIZE, policy())
+    claim = store.claim(Step.RECOGNIZE, POLICY)
     words = vocabulary(rng, 3000)
     with db.connection() as conn:
-        pids = [row["pid"] for row in conn.execute(query("bench_backends"))]
+        pids = [row["pid"] for row in conn.execute(statements.query("bench_backends"))]
     cpu_before = server_cpu_ns(pids)
     began, segments = time.perf_counter(), 0
     for start in range(0, 3600, 30):
@@ -180,19 +179,19 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
     checkpoints = time.perf_counter() - began
     checkpoints_cpu = _cpu_ms(cpu_before, server_cpu_ns(pids))
     parse_cpu = parse_alone(db, pids, record_id)
-    statement = compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True).decode()))
+    statement = statements.compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True).decode()))
     params = {"f_engine": "bench", "id": record_id, "token": claim.token, "target": Step.RECOGNIZE.target.value,
               "diarize": False}
     measured: dict[str, list[float]] = {"done_ms": [], "indexing_ms": [], "merge_ms": [], "done_wall_ms": [],
                                         "done_cpu_ms": [], "merge_cpu_ms": []}
     for run in range(runs):
         with db.transaction() as conn:
-            conn.execute(query("bench_search_merge"))
+            conn.execute(statements.query("bench_search_merge"))
             cpu_before, began = server_cpu_ns(pids), time.perf_counter()
             plan = conn.execute(statement, params).fetchone()["QUERY PLAN"][0]
             measured["done_wall_ms"].append((time.perf_counter() - began) * 1000)
             cpu_between, began = server_cpu_ns(pids), time.perf_counter()
-            conn.execute(query("bench_search_merge"))
+            conn.execute(statements.query("bench_search_merge"))
             measured["merge_ms"].append((time.perf_counter() - began) * 1000)
             measured["done_cpu_ms"].append(_cpu_ms(cpu_before, cpu_between))
             measured["merge_cpu_ms"].append(_cpu_ms(cpu_between, server_cpu_ns(pids)))
@@ -215,7 +214,7 @@ def parse_alone(db: Database, pids: list[int], record_id: int, runs: int = 7) ->
         for _ in range(runs):
             for parse in (False, True):
                 before = server_cpu_ns(pids)
-                conn.execute(query("bench_search_parse"), {"id": record_id, "parse": parse})
+                conn.execute(statements.query("bench_search_parse"), {"id": record_id, "parse": parse})
                 measured[parse].append(_cpu_ms(before, server_cpu_ns(pids)))
     return percentile(measured[True], 0.5) - percentile(measured[False], 0.5)
 
@@ -246,7 +245,7 @@ def main() -> None:
         store = Store(db)
         record_id, blob_id = hour_record(store)
         filled = fill(db, blob_id, args.owners, args.segments, args.heavy)
-        size = db.one(query("bench_search_size"))
+        size = db.one(statements.query("bench_search_size"))
         made = queries(db, args.queries, rng)
         timed_queries(db, store, {kind: pairs[:10] for kind, pairs in made.items()})  # warm the cache
         rows = timed_queries(db, store, made)

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Conversion and recognition speed, and memory, by audio length. Prints a table.
 
-    .venv/bin/python bench/speed.py [SECONDS ...]     (default: 10 60 300)
+    .venv/bin/python -m bench.speed [SECONDS ...]     (default: 10 60 300)
 
 The engine is the configured one (TRANSCRIBER_ENGINE, TRANSCRIBER_WHISPER_MODEL), fed window
 by window as the pipeline feeds it. Speed is audio seconds per wall second on this machine;
@@ -17,14 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from audio.decode import BYTES_PER_SECOND, pcm16k  # noqa: E402
-from audio.engines import build, spec  # noqa: E402
-from audio.windows import windows  # noqa: E402
-from service import config  # noqa: E402
-from media import encode, speech_pcm  # noqa: E402
+from audio.decode import BYTES_PER_SECOND, pcm16k
+from audio.engines import build, spec
+from audio.windows import windows
+from bench.recordings import sample_pcm, sample_recording
+from service import config
 
 
 def peak_mb() -> float:
@@ -47,13 +43,14 @@ def measure(path: str) -> tuple[float, float, float, float]:
 
 
 def main(lengths: list[int]) -> None:
-    sample_seconds = len(speech_pcm()) / BYTES_PER_SECOND
+    sample_seconds = len(sample_pcm()) / BYTES_PER_SECOND
     settings = config.load()
     print(f"engine: {settings.engine} ({settings.whisper_model})")
     print(f"{'audio s':>8} {'convert x':>10} {'recognize x':>12} {'peak RSS MB':>12}")
     with tempfile.TemporaryDirectory() as folder, multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
         for seconds in lengths:
-            path = encode(Path(folder) / f"{seconds}.mp3", "mp3", repeat=max(1, round(seconds / sample_seconds)))
+            repeat = max(1, round(seconds / sample_seconds))
+            path = sample_recording(Path(folder) / f"{seconds}.mp3", "mp3", repeat=repeat)
             audio, convert, recognize, peak = pool.apply(measure, (str(path),))
             print(f"{audio:8.0f} {audio / convert:10.0f} {audio / recognize:12.1f} {peak:12.0f}", flush=True)
 

@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
-"""Storage of a long recording through the pipeline (issue 16 §1): WAL written per audio hour
+"""Storage of a long recording through the pipeline: WAL written per audio hour
 while it is recognised, the longest transaction on the way, and the bytes kept once it is done.
 Prints a table.
 
-    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python bench/storage.py [--hours 2]
+    TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python -m bench.storage [--hours 2]
 
-The recording is built with PyAV (bench/memory.py's `build`: the bundled speech sample with
+The recording is built with PyAV (bench.memory's `build`: the bundled speech sample with
 pauses of 0.5-3 s, Ogg Opus at 32 kbit/s), accepted and converted by the service's own code
 (`Store.accept`, the convert step through `run_once`) in a scratch database. Recognition is the
 service's own writes with synthetic segments: a claim, one `Store.checkpoint` per window at the
@@ -28,27 +27,23 @@ import contextlib
 import json
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import psycopg
+from psycopg.rows import dict_row
 
-import psycopg  # noqa: E402
-from psycopg.rows import dict_row  # noqa: E402
-
-from actors.work import Outcome, run_once  # noqa: E402
-from audio.decode import BYTES_PER_SECOND  # noqa: E402
-from audio.windows import end_of, windows  # noqa: E402
-from bench.common import report  # noqa: E402
-from bench.memory import build  # noqa: E402
-from bench.scratch import scratch_database  # noqa: E402
-from db import Database, Store  # noqa: E402
-from domain.stages import Step  # noqa: E402
-from service import config, logs  # noqa: E402
+from actors.work import Outcome, run_once
+from audio.decode import BYTES_PER_SECOND
+from audio.windows import end_of, windows
+from bench.common import report
+from bench.memory import build
+from bench.scratch import scratch_database
+from db import Database, Store
+from domain.stages import Step
+from service import config, logs
 
 WAL_OF = """
 WITH w AS (SELECT * FROM pg_get_wal_records_info(%(s)s::pg_lsn, %(e)s::pg_lsn)),

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Wake-up and hand-off latency with idle workers, and what idle workers cost the database.
 Prints a table, writes bench/results/wakeup.json.
 
-    .venv/bin/python bench/wakeup.py [--records N] [--runs R] [--idle-seconds S] [--broker URL]
-                                     [--processes P] [--tick SECONDS]
+    .venv/bin/python -m bench.wakeup [--records N] [--runs R] [--idle-seconds S] [--broker URL]
+                                      [--processes P] [--tick SECONDS]
 
 Workers run as `transcriber up` runs them (the in-process broker, two worker threads, the
 default one-second tick), or, with --broker redis://… or amqp://…, as `dramatiq actors` worker
@@ -17,8 +16,8 @@ benchmark's own two reads of the counter included).
 
 With a broker, P `dramatiq actors` processes run (one worker thread each, each serving its
 counters on a port of its own), and the claims of all of them, added up over the records, give
-the empty claims per claimed record (issue 17 §4: one process forwards wake-ups, so about one,
-not about P). A long --tick keeps the scheduler's ticks out of that count.
+the empty claims per claimed record (one process forwards wake-ups, so about one, not about
+P). A long --tick keeps the scheduler's ticks out of that count.
 """
 from __future__ import annotations
 
@@ -32,16 +31,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scratch import ROOT, scratch_database  # noqa: E402  (sets up the import path)
-
-from common import median, percentile, report  # noqa: E402
-from db import Database, Store  # noqa: E402
-from db.queries import query  # noqa: E402
-from audio.decode import BYTES_PER_SECOND  # noqa: E402
-from media import speech_pcm  # noqa: E402
-from service import config, logs  # noqa: E402
+from audio.decode import BYTES_PER_SECOND
+from bench import statements
+from bench.common import ROOT, median, percentile, report
+from bench.recordings import sample_pcm
+from bench.scratch import scratch_database
+from db import Database, Store
+from service import config, logs
 
 
 def two_seconds(path: Path) -> bytes:
@@ -52,7 +48,7 @@ def two_seconds(path: Path) -> bytes:
         out.setnchannels(1)
         out.setsampwidth(2)
         out.setframerate(16000)
-        out.writeframes(speech_pcm()[: 2 * BYTES_PER_SECOND])
+        out.writeframes(sample_pcm()[: 2 * BYTES_PER_SECOND])
     return path.read_bytes()
 
 
@@ -77,7 +73,7 @@ def wait_done(store: Store, record: int, seconds: float = 120) -> None:
 
 def transactions(db: Database) -> int:
     with db.transaction() as conn:
-        return conn.execute(query("bench_xact_count")).fetchone()["transactions"]
+        return conn.execute(statements.query("bench_xact_count")).fetchone()["transactions"]
 
 
 CLAIM_LINE = re.compile(r'^transcriber_claims_total\{result="(\w+)",step="\w+"\} ([0-9.e+]+)$', re.M)

@@ -20,12 +20,15 @@ _HERE = Path(__file__).parent
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
 
-def _parse(text: str) -> dict[str, str]:
-    parts = _NAME.split(text)
+def named_statements(path: Path) -> dict[str, str]:
+    """The statements of one `.sql` file by name, read as the packaged ones are: for SQL that is
+    not the service's and so is not shipped with it (the benchmarks' own)."""
+    path = Path(path)
+    parts = _NAME.split(path.read_text())
     found: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in found:
-            raise ValueError(f"query {name!r} is defined twice")
+            raise ValueError(f"query {name!r} is defined twice ({path.name})")
         found[name] = body.strip()
     return found
 
@@ -34,7 +37,7 @@ def _parse(text: str) -> dict[str, str]:
 def _statements() -> dict[str, str]:
     queries: dict[str, str] = {}
     for path in sorted((_HERE / "queries").glob("*.sql")):
-        for name, body in _parse(path.read_text()).items():
+        for name, body in named_statements(path).items():
             if name in queries:
                 raise ValueError(f"query {name!r} is defined twice ({path.name})")
             queries[name] = body

@@ -45,7 +45,7 @@ def test_normaliser():
 
 
 def test_the_benchmark_recognises_with_the_service_engines():
-    """Issue 7.7: the accuracy benchmark calls the service's own engine on the service's windows
+    """The accuracy benchmark calls the service's own engine on the service's windows
     (a benchmark of another code path would score text no worker writes)."""
     from bench.accuracy import Recognizer, open_recognizer
     from media import speech_pcm
@@ -58,7 +58,7 @@ def test_the_benchmark_recognises_with_the_service_engines():
 
 
 def test_a_result_names_the_instruction_families_its_words_depend_on():
-    """Issue 15.1: text differs by CPU kind, so every accuracy result says which kind wrote it."""
+    """Text differs by CPU kind, so every accuracy result says which kind wrote it."""
     from audio.whisper import cpu_flags
     from bench.common import TEXT_FLAGS, cpu
 

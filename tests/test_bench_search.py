@@ -1,4 +1,4 @@
-"""The search benchmark (bench/search.py, issue 18 §Speed) runs end to end on a tiny archive:
+"""The search benchmark (bench/search.py) runs end to end on a tiny archive:
 the fill, the five kinds of query, the sizes and an hour's indexing. Not timed: the figures of
 1,000,000 segments live in BENCHMARKS.md."""
 from __future__ import annotations
@@ -11,12 +11,12 @@ from conftest import ROOT
 
 
 def test_search_bench_smoke_run(env):
-    """Issue 18 §Speed: 2,000 segments for 4 owners; every kind of query runs and finds segments
+    """2,000 segments for 4 owners; every kind of query runs and finds segments
     (a pseudo-word may be a stop word, so not every query finds its own), and the size per audio
     hour and the indexing of an hour are reported."""
-    command = [sys.executable, str(ROOT / "bench" / "search.py"), "--segments", "2000", "--owners", "4",
+    command = [sys.executable, "-m", "bench.search", "--segments", "2000", "--owners", "4",
                "--queries", "8", "--heavy", "500", "--no-write"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     for kind in ("one word", "two words", "phrase", "prefix", "common word"):

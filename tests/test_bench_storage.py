@@ -1,4 +1,4 @@
-"""The storage benchmark (bench/storage.py, issue 16 §1) runs end to end on a short recording:
+"""The storage benchmark (bench/storage.py) runs end to end on a short recording:
 intake, conversion, checkpoints and the done save of the service, WAL read per transaction.
 Not timed: the 2-hour figures live in BENCHMARKS.md."""
 from __future__ import annotations
@@ -14,14 +14,14 @@ from conftest import ROOT
 
 
 def test_storage_bench_smoke_run(env, postgresql):
-    """Issue 16 §1: a 72-second run reports WAL per phase, the WAL of recognition against the
+    """A 72-second run reports WAL per phase, the WAL of recognition against the
     segment bytes it wrote, and what is kept after done: the original and the text, the
     converted audio gone. Skipped, saying why, on a server without pg_walinspect (the embedded
     one of a machine with none running), where the benchmark says so and stops."""
     if not has_walinspect(postgresql):
         pytest.skip(NO_WALINSPECT)
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "storage.py"), "--hours", "0.02", "--no-write"],
-                          env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run([sys.executable, "-m", "bench.storage", "--hours", "0.02", "--no-write"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "recognising = checkpoints + done save" in out

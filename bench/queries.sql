@@ -1,4 +1,5 @@
--- Statements the benchmarks (bench/) use to set up their scratch databases; never the service.
+-- Statements the benchmarks (bench/) use to set up and measure their scratch databases; never the
+-- service's, so they stay here, out of the installed package (read by bench/statements.py).
 
 -- name: bench_reset
 -- Every table that refers to records (upload keys, search rows, speakers…) goes with them.
@@ -134,7 +135,7 @@ GROUP BY stage, halt_reason
 ORDER BY stage, halt_reason;
 
 -- name: bench_design_before
--- The claim index before migration 15 (issue 16 §1), for the side-by-side measure: available_at,
+-- The claim index before migration 15, for the side-by-side measure: available_at,
 -- which moves with every lease renewal.
 DROP INDEX records_turns;
 DROP INDEX records_retrying;
@@ -218,7 +219,7 @@ UPDATE records SET stage = 'done', claim_token = NULL, lease_expires_at = NULL
 WHERE stage <> 'done';
 
 -- name: bench_design_queued
--- The claim index of migration 15, before fair turns (issue 16 §4), for the side-by-side measure.
+-- The claim index of migration 15, before fair turns, for the side-by-side measure.
 CREATE INDEX records_queued ON records (stage, queued_at, id) WHERE queued_at IS NOT NULL;
 
 -- name: bench_picks_queued
