@@ -15,7 +15,7 @@ from domain.card import card
 from domain.quotas import usage_view
 from domain.resume import NotHalted, UnknownRecord, resume
 from service.inputs import MAX_OFFSET
-from web.errors import NOT_FOUND, ApiError
+from web.errors import NOT_FOUND, ApiError, refusal
 from web.parsing import record_id
 
 PREFIX = "/admin/api"
@@ -105,7 +105,7 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
         except UnknownRecord:
             raise ApiError(404, *NOT_FOUND) from None
         except NotHalted as error:
-            raise ApiError(409, "not_halted", str(error), stage=error.stage) from None
+            raise refusal(error, stage=error.stage) from None
         return {"id": number, "stage": stage, "resumed_by": who["name"], "card": metadata(str(number))}
 
     return routes

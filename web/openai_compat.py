@@ -8,9 +8,10 @@ before the official client's 600 s read timeout, so the client hears the answer 
 retrying). Past that it answers an error naming the record's card, and the record goes on:
 nothing is lost, and the text is at its address once done. One intended upload makes one
 record: with `Idempotency-Key`, a repeat is the key's first record; without one, a retry of the
-same bytes while the first is in the pipeline waits for that record (`db.uploads`). Errors here have OpenAI's shape,
-`{"error": {"message", "type", "param", "code"}}` (plus the service's own top-level `message`),
-and carry `x-should-retry: false` where a retry would only upload the file again.
+same bytes while the first is in the pipeline waits for that record (`db.uploads`). Errors here
+have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}` (plus the service's own
+top-level `message`), and carry `x-should-retry: false` where a retry would only upload the file
+again.
 """
 
 import asyncio
@@ -30,14 +31,16 @@ from audio.formats import MEDIA_TYPES, labelled_segments, render_record
 from db import Store
 from domain.card import links, speakers
 from service.config import Settings
-from service.intake import IntakeError, KeyReused
-from web.errors import ApiError
+from service.intake import BadLanguage, BadPrompt, BadSpeakers, IntakeError, KeyReused
+from web.errors import ApiError, refusal
 from web.parsing import idempotency_key
-from web.uploads import accept_upload
+from web.uploads import spool_and_accept
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 _TYPES = {401: "authentication_error", 403: "permission_error", 504: "timeout"}
 POLL_FIRST_SECONDS, POLL_MOST_SECONDS = 0.1, 1.0
+# the form field each refusal of a field is about; OpenAI answers a bad field with 400
+FIELD_REFUSALS = {BadLanguage: "language", BadPrompt: "prompt", BadSpeakers: "speakers"}
 
 
 def openai_error(status: int, code: str, message: str, *, param: str | None = None, headers: dict | None = None,
@@ -139,7 +142,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         stream: bool = Form(default=False),
         speakers_asked: str | None = Form(default=None, max_length=10, alias="speakers",
                                           description="who spoke when (auto, off or their number); asked for, "
-                                                      "the answer waits for the speakers too (issue 19)"),
+                                                      "the answer waits for the speakers too"),
     ):
         """Accept the file into the durable pipeline and answer its text once done, in
         `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
@@ -157,14 +160,11 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
                            param="stream")
         key = idempotency_key(request)
         try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
-            record_id, _ = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
-                                                    language=language, prompt=prompt, key=key,
-                                                    attach_in_flight=key is None, speakers=speakers_asked)
-        except IntakeError as error:  # OpenAI answers a bad field with 400
-            param = {"bad_language": "language", "bad_prompt": "prompt", "bad_speakers": "speakers",
-                     KeyReused.code: None}.get(error.code, "file")
-            status = 400 if param in ("language", "prompt", "speakers") else error.status
-            raise ApiError(status, error.code, str(error), param=param, **error.details) from None
+            record_id, _ = await run_in_threadpool(spool_and_accept, store, settings, file, owner_id=who["id"],
+                                                    key=key, attach_in_flight=key is None, language=language,
+                                                    prompt=prompt, speakers=speakers_asked)
+        except IntakeError as error:
+            raise _intake_refusal(error) from None
         addresses = links(record_id)
         record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
         deadline = time.monotonic() + settings.sync_wait_seconds
@@ -194,3 +194,12 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             pause = min(pause * 2, POLL_MOST_SECONDS)
 
     return routes
+
+
+def _intake_refusal(error: IntakeError) -> ApiError:
+    """An intake refusal in OpenAI's terms: a bad form field is a 400 naming the field; a reused
+    key names none; anything else is about the file, with the service's own status."""
+    field = next((name for kind, name in FIELD_REFUSALS.items() if isinstance(error, kind)), None)
+    if field is not None:
+        return refusal(error, status=400, param=field)
+    return refusal(error, param=None if isinstance(error, KeyReused) else "file")

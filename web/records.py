@@ -1,4 +1,4 @@
-"""The owner's records over HTTP (service.md): upload, the list, a record's card, its edit, its
+"""The owner's records over HTTP (docs/api.md): upload, the list, a record's card, its edit, its
 text, the original recording for a player (with HTTP Range support) and deletion for good.
 
 Every address needs the owner's token (`web.auth`); another owner's record is answered exactly
@@ -22,9 +22,9 @@ from service.config import Settings
 from service.intake import IntakeError
 from web.auth import enabled_owner
 from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
-from web.errors import NOT_FOUND, ApiError
+from web.errors import NOT_FOUND, ApiError, refusal
 from web.parsing import bearer_token, idempotency_key, record_id
-from web.uploads import accept_upload
+from web.uploads import spool_and_accept
 
 
 # what the form takes in at most; the prompt's own limit (800) is checked at intake, which says
@@ -58,10 +58,10 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         record (200, `Idempotent-Replayed: true`), never a second one."""
         key = idempotency_key(request)
         try:
-            record, new = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language,
-                                        prompt=prompt, key=key, speakers=speakers)
+            record, new = spool_and_accept(store, settings, file, owner_id=who["id"], key=key, title=title,
+                                           language=language, prompt=prompt, speakers=speakers)
         except IntakeError as error:
-            raise ApiError(error.status, error.code, str(error), **error.details) from None
+            raise refusal(error) from None
         addresses = links(record)
         headers = {"Location": addresses["self"]} if new else {"Location": addresses["self"],
                                                                "Idempotent-Replayed": "true"}
