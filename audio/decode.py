@@ -6,6 +6,8 @@ from typing import Iterator
 
 import av
 
+from domain.errors import TranscriberError
+
 SAMPLE_RATE = 16000
 BYTES_PER_SECOND = SAMPLE_RATE * 2
 PCM_MEDIA_TYPE = "audio/L16;rate=16000;channels=1"
@@ -18,15 +20,15 @@ MAX_SAMPLE_RATE = 768_000
 MAX_CHANNELS = 64
 
 
-class UndecodableAudio(Exception):
+class UndecodableAudio(TranscriberError, code="undecodable_audio"):
     """The input holds no audio that can be decoded; retrying cannot help."""
 
 
-class UnsupportedStream(UndecodableAudio):
+class UnsupportedStream(UndecodableAudio, code="unsupported_audio"):
     """The audio stream's parameters are absurd (a sample rate of a few Hz, hundreds of channels)."""
 
 
-class TooLong(Exception):
+class TooLong(TranscriberError, code="audio_too_long"):
     """The audio lasts longer than the cap (TRANSCRIBER_MAX_AUDIO_SECONDS): declared so, or found
     so while decoding, which then stops at the cap."""
 

@@ -25,12 +25,13 @@ from audio import children
 from audio.children import Child
 from audio.decode import BYTES_PER_SECOND
 from audio.recognized import Beat, Recognized
+from domain.errors import TranscriberError
 
 
 _engine_keys = itertools.count(1)
 
 
-class RecognizerError(RuntimeError):
+class RecognizerError(TranscriberError, code="recognizer_failed"):
     """The recognizer process failed, died or stopped answering: a failed attempt (P4)."""
 
 

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from domain.errors import TranscriberError
+
 # Whisper's language codes (the multilingual models know all of them; `.en` models only en).
 LANGUAGES = frozenset(
     "af am ar as az ba be bg bn bo br bs ca cs cy da de el en es et eu fa fi fo fr gl gu ha haw he "
@@ -25,7 +27,7 @@ LANGUAGES = frozenset(
 )
 
 
-class ModelError(RuntimeError):
+class ModelError(TranscriberError, code="model_unusable"):
     """The named model cannot be used: unknown, missing, or its files fail verification."""
 
 

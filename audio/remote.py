@@ -27,6 +27,7 @@ from loguru import logger
 from audio.decode import BYTES_PER_SECOND, SAMPLE_RATE
 from audio.recognized import Recognized, rounded_seconds
 from domain.claims import HaltReason, PermanentStepError
+from domain.errors import TranscriberError
 from domain.redact import redact_url
 
 # The largest file the OpenAI endpoint takes. A 30 s window is under 1 MB; the check is what
@@ -69,7 +70,7 @@ LANGUAGE_CODES = {
 _LANGUAGE_TAG = re.compile(r"^([a-z]{2,3})(?:[-_][a-z0-9]+)*$")
 
 
-class RemoteEngineError(RuntimeError):
+class RemoteEngineError(TranscriberError, code="remote_engine_failed"):
     """A try at the remote server that failed in a way a later try may not."""
 
 

@@ -16,13 +16,14 @@ from loguru import logger
 
 from db.database import Database
 from db.queries import query
+from domain.errors import TranscriberError
 
 
-class DuplicateOwner(ValueError):
+class DuplicateOwner(TranscriberError, code="duplicate_owner"):
     """No owner was created: another owner has the name, or the name is empty."""
 
 
-class DuplicateOperator(ValueError):
+class DuplicateOperator(TranscriberError, code="duplicate_operator"):
     """No operator was created: another operator has the name, or the name is empty."""
 
 

@@ -16,12 +16,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from db.queries import migrations, query
 from db.rows import dict_row
+from domain.errors import TranscriberError
 from domain.redact import redact_url
 
 CONNECT_TIMEOUT_SECONDS = 10
 
 
-class DatabaseUnavailable(RuntimeError):
+class DatabaseUnavailable(TranscriberError, code="database_unavailable"):
     """The database could not be reached within a bounded wait."""
 
 
@@ -30,8 +31,8 @@ class PooledConnection(psycopg.Connection):
     bytes (`db.queries.text`: the claim cycle's). A cursor run again on its statement reuses what
     it set up for that statement's parameters and rows the time before; the fresh cursor of each
     `Connection.execute` cost the claim cycle more client instructions than all its rows, and one
-    cursor shared by the cycle's three statements still a tenth more than one each (issue 16
-    §6). A kept cursor holds its statement's last row until its next run, no more."""
+    cursor shared by the cycle's three statements still a tenth more than one each. A kept
+    cursor holds its statement's last row until its next run, no more."""
 
     KEPT_CURSORS = 32  # the claim cycle's statements are a handful; more are not kept
 
@@ -54,7 +55,7 @@ class RecentFirstPool(ConnectionPool):
     """A pool that hands out the connection returned last, where psycopg's hands out the one
     idle longest. A lone busy worker beside idle ones then keeps one warm connection and server
     process instead of taking each of them in turn: in turn, its claim cycles ran 0.7-0.9x as
-    fast as on one connection (issue 16 §6). The connections idle longest stay at the end the
+    fast as on one connection. The connections idle longest stay at the end the
     pool shrinks from."""
 
     def _get_ready_connection(self, timeout: float | None) -> PooledConnection | None:
@@ -108,9 +109,9 @@ class Database:
     def pinned(self) -> contextlib.AbstractContextManager[None]:
         """Within this block, every `connection()` and `one()` of this thread is on one and the
         same pooled connection, taken once: a worker's claim, read and save cost one pool
-        checkout instead of three (issue 16 §6; the checkout and return were a quarter of the
-        claim cycle's client CPU). `transaction()` still takes a connection of its own. Nested
-        blocks share the outermost one's connection."""
+        checkout instead of three (the checkout and return were a quarter of the claim cycle's
+        client CPU). `transaction()` still takes a connection of its own. Nested blocks share
+        the outermost one's connection."""
         return _Pinned(self._pool, self._pinned)
 
     def one(self, statement: Query, params: Params | None = None, *, positional: bool = False):

@@ -1,4 +1,4 @@
-"""Per-owner quotas and the retention of original audio (issue 16 §2); the rules are in
+"""Per-owner quotas and the retention of original audio; the rules are in
 `domain.quotas`, the statements in `queries/quotas.sql` and `queries/retention.sql`.
 
 An upload is weighed twice: before its bytes are stored (a cheap read, so that an upload clearly
@@ -17,6 +17,7 @@ from db.blobs import CHUNK_BYTES, DELETE_BATCH_CHUNKS, discard_blob
 from db.database import Database
 from db.pipeline import record_log
 from db.queries import query
+from domain.errors import TranscriberError
 from domain.quotas import OverQuota, Quota, Usage, over_quota
 
 # records expired per statement: one short transaction each
@@ -24,7 +25,7 @@ EXPIRY_BATCH = 500
 _KEEP = object()
 
 
-class QuotaExceeded(Exception):
+class QuotaExceeded(TranscriberError, code="quota_exceeded"):
     """The upload would pass one of its owner's limits; nothing was stored."""
 
     def __init__(self, over: OverQuota):

@@ -24,16 +24,18 @@ class Records:
                media_type: str = "application/octet-stream", language: str | None = None,
                prompt: str | None = None, declared_seconds: float | None = None,
                expected_bytes: int | None = None) -> int:
-        """Store the original audio and create its record at stage created; its id."""
-        return self.accept_once(owner_id, pieces, title=title, source_name=source_name, media_type=media_type,
-                                language=language, prompt=prompt, declared_seconds=declared_seconds,
-                                expected_bytes=expected_bytes)[0]
+        """`store_recording` with no earlier upload to repeat: the new record's id. The bytes are
+        stored as given, without intake's checks (`service.intake.accept_recording` is the way
+        in for users); the tests and benchmarks make their records this way."""
+        return self.store_recording(owner_id, pieces, title=title, source_name=source_name, media_type=media_type,
+                                    language=language, prompt=prompt, declared_seconds=declared_seconds,
+                                    expected_bytes=expected_bytes)[0]
 
-    def accept_once(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
-                    media_type: str = "application/octet-stream", language: str | None = None,
-                    prompt: str | None = None, declared_seconds: float | None = None,
-                    expected_bytes: int | None = None, same: SameUpload | None = None,
-                    speakers: str = "auto") -> tuple[int, bool]:
+    def store_recording(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
+                        media_type: str = "application/octet-stream", language: str | None = None,
+                        prompt: str | None = None, declared_seconds: float | None = None,
+                        expected_bytes: int | None = None, same: SameUpload | None = None,
+                        speakers: str = "auto") -> tuple[int, bool]:
         """Store the original audio and create its record at stage created, unless `same` says
         an earlier upload already made it (`db.uploads`): the record's id, and whether it is new.
 

@@ -1,4 +1,4 @@
-"""One record per intended upload (issue 17 §1): what tells a repeated upload from a new one.
+"""One record per intended upload: what tells a repeated upload from a new one.
 
 An upload that carries the owner's `Idempotency-Key` is the upload that key was first sent
 with; without a key, an upload through the OpenAI-compatible address whose bytes the owner's
@@ -15,6 +15,7 @@ import psycopg
 
 from db.database import Database
 from db.queries import query
+from domain.errors import TranscriberError
 
 # A key is kept at least this long; the sweep deletes it after.
 KEY_KEEP_SECONDS = 24 * 3600
@@ -24,7 +25,7 @@ RETRY_WINDOW_SECONDS = 900
 SWEEP_KEYS_BATCH = 5000
 
 
-class UploadKeyReused(Exception):
+class UploadKeyReused(TranscriberError, code="idempotency_key_reused"):
     """The owner's key was first sent with other bytes; nothing was stored."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from domain.errors import TranscriberError
 from domain.stages import Step
 
 
@@ -54,7 +55,7 @@ class HaltReason(enum.StrEnum):
     AUDIO_EXPIRED = "audio_expired"
 
 
-class PermanentStepError(Exception):
+class PermanentStepError(TranscriberError, code="permanent_step_error"):
     """A step error that no retry can mend; the record is halted at once with `reason`."""
 
     def __init__(self, reason: HaltReason, message: str):
@@ -62,16 +63,16 @@ class PermanentStepError(Exception):
         self.reason = reason
 
 
-class ClaimLost(Exception):
+class ClaimLost(TranscriberError, code="claim_lost"):
     """Raised inside a running step when its claim is no longer its own (P3)."""
 
 
-class CheckpointRefused(Exception):
+class CheckpointRefused(TranscriberError, code="checkpoint_refused"):
     """A checkpoint refused while the claim is still the step's own: the window does not start
     where the record's last checkpoint ended. Not a lost claim (nobody else holds it, so taking
     it for one would leave the lease to run out and the record to be claimed again forever):
     the run is a failed attempt (P4), and the next one goes on from the last checkpoint."""
 
 
-class Abandoned(Exception):
+class Abandoned(TranscriberError, code="abandoned"):
     """Raised inside a running step when its worker is shutting down: it saves nothing."""

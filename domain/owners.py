@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import unicodedata
 
+from domain.errors import TranscriberError
+
 MAX_NAME_LENGTH = 64
 
 ACTIVE = "active"
 DISABLED = "disabled"
 
 
-class InvalidOwnerName(ValueError):
+class InvalidOwnerName(TranscriberError, code="bad_owner_name"):
     """A name no owner may have; the message says why in one line."""
 
 

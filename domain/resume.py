@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from domain.errors import TranscriberError
+
 
 class Now:
     """Marks a guard that resets to the moment of the resume."""
@@ -33,13 +35,13 @@ RESUME_RESETS: dict[str, object] = {
 }
 
 
-class UnknownRecord(LookupError):
+class UnknownRecord(TranscriberError, code="not_found"):
     def __init__(self, record_id: int):
         super().__init__(f"no record with id {record_id}")
         self.record_id = record_id
 
 
-class NotHalted(ValueError):
+class NotHalted(TranscriberError, code="not_halted"):
     def __init__(self, record_id: int, stage: str):
         super().__init__(f"record {record_id} is not halted (stage {stage}); nothing to resume")
         self.record_id = record_id
@@ -62,7 +64,7 @@ class ResumeStore(Protocol):
 def resume(store: ResumeStore, record_id: int, by: str = "operator") -> str:
     """Return a halted record to work from the stage where it stood; return that stage. `by`
     names the human who did it in the journal (the operator's name from the panel). A done
-    record whose speakers halted (issue 19) has its speakers row resumed instead."""
+    record whose speakers halted has its speakers row resumed instead."""
     stage = store.resume(record_id, RESUME_RESETS, by=by)
     if stage is not None:
         return stage

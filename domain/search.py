@@ -1,4 +1,4 @@
-"""What an owner's search text asks for, before it reaches the database (issue 18).
+"""What an owner's search text asks for, before it reaches the database.
 
 PostgreSQL's `websearch_to_tsquery` accepts any text (quotes make a phrase, `or` and `-` are
 operators, anything else is a word), so the text is passed to it whole, as a parameter. Two things
@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MAX_QUERY_CHARS = 1000      # longer text is refused (422): no one types a longer query
+from domain.errors import TranscriberError
+
+MAX_QUERY_CHARS = 1000      # longer text is refused: no one types a longer query
 MAX_QUERY_WORDS = 64        # so is text of more words: each is a term every candidate row is tested for
 MARK_START, MARK_STOP = "<mark>", "</mark>"   # around matched words in a snippet
 # hits counted and ranked at most: past it, the count is "at least" this many and the page is the
@@ -26,7 +28,7 @@ _LAST_WORD = re.compile(r"(?:^|[\s(),;:!?.+*&|<>'\[\]{}])([^\W_]+)\s*$")
 _OPERATOR_WORDS = {"or"}
 
 
-class QueryProblem(ValueError):
+class QueryProblem(TranscriberError, code="bad_query"):
     """The text is not a query the service runs; the message says why."""
 
 

@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
+from domain.errors import TranscriberError
 from domain.redact import redact_url
 
 CONNECT_TIMEOUT_SECONDS = 5
@@ -16,7 +17,7 @@ CONNECT_TIMEOUT_SECONDS = 5
 REDIS_POLL_MS = 50
 
 
-class BrokerUnavailable(RuntimeError):
+class BrokerUnavailable(TranscriberError, code="broker_unavailable"):
     pass
 
 

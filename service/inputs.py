@@ -1,18 +1,17 @@
 """What users send, checked in one place for the HTTP API and the command line alike.
 
-Record ids, page bounds, the owner's text fields, the names of uploaded files and the size of a
-request body: anything outside what the service can store or look up is refused here, with a
-message a person can act on, before it reaches the database (which would otherwise answer a
-NUL character, a lone surrogate or a 64-bit overflow with an internal error).
+Record ids, page bounds, the owner's text fields and the names of uploaded files: anything
+outside what the service can store or look up is refused here, with a message a person can act
+on, before it reaches the database (which would otherwise answer a NUL character, a lone
+surrogate or a 64-bit overflow with an internal error). The size of a request body is the web
+layer's to limit (`web.body_limit`).
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException
 
 MAX_ID = 2**63 - 1          # a record id is a PostgreSQL bigint
 MAX_LIMIT = 200             # records in one page
@@ -73,7 +72,7 @@ class Edit(BaseModel):
     title: Title | None = None
     summary: Text(MAX_SUMMARY) | None = None
     topics: list[Text(MAX_TOPIC)] | None = Field(default=None, max_length=MAX_TOPICS)
-    # names for speaker labels ({"S1": "Alice"}; "" or null takes a name away): issue 19
+    # names for speaker labels ({"S1": "Alice"}; "" or null takes a name away)
     speakers: dict[Annotated[str, Field(pattern=r"^S[1-9][0-9]?$")], Text(MAX_SPEAKER_NAME) | None] | None = \
         Field(default=None, max_length=99)
 
@@ -93,56 +92,3 @@ def source_name(raw: str | None) -> str:
     name = re.split(r"[/\\]", raw or "")[-1]
     name = _UNSHOWABLE.sub("\ufffd", name).strip()[:MAX_NAME]
     return FALLBACK_NAME if name in ("", ".", "..") else name
-
-
-class BodyTooLarge(HTTPException):
-    """Raised into the application from the body stream when it passes the size limit; answered
-    like any HTTP error, as 413, by the application's handler."""
-
-    def __init__(self, message: str):
-        super().__init__(413, message)
-
-
-class BodyLimit:
-    """ASGI middleware: a body over the limit is refused with 413, whatever the method, whether
-    its length is declared (refused before a byte is read) or it comes in chunks (refused as
-    soon as the count passes the limit, so an endless chunked upload cannot fill the disk).
-    The limit is `limit` at the (method, path) pairs of `large_at` (all, when not given) and
-    `small` elsewhere."""
-
-    def __init__(self, app, limit: int, message: str, code: str = "too_large", *, small: int | None = None,
-                 large_at: frozenset[tuple[str, str]] | None = None):
-        self.app, self.limit, self.message, self.code = app, limit, message, code
-        self.small, self.large_at = small, large_at
-
-    def _limit(self, scope) -> tuple[int, str]:
-        if self.small is None or self.large_at is None or (scope["method"], scope["path"]) in self.large_at:
-            return self.limit, self.message
-        return self.small, f"the request body is larger than the limit of {self.small // 1024} KB for this address"
-
-    async def _refuse(self, send, message: str) -> None:
-        body = json.dumps({"error": self.code, "message": message}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        limit, refusal = self._limit(scope)
-        declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > limit:
-            return await self._refuse(send, refusal)
-        seen = 0
-
-        async def counted():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLarge(refusal)
-            return message
-
-        await self.app(scope, counted, send)

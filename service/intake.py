@@ -1,5 +1,10 @@
-"""Accepting a recording, for the CLI and the HTTP API alike: bad input gets a clear error and
-nothing is stored; accepted input is stored whole, with its record, in one transaction."""
+"""Accepting a recording: `accept_recording` is the one way in, for the HTTP API (an upload is
+spooled to a file first, `web.uploads`), the OpenAI-compatible address and the command line
+(`submit`, `transcribe`) alike. Bad input gets a clear error and nothing is stored; accepted input
+is stored whole, with its record, in one transaction.
+
+The refusals below carry a stable `code` (`domain.errors`); which HTTP status answers each is
+decided by the web layer alone (`web.errors`)."""
 from __future__ import annotations
 
 import hashlib
@@ -11,73 +16,61 @@ from db import Store
 from db.quotas import QuotaExceeded
 from db.uploads import SameUpload, UploadKeyReused
 from domain import holders
+from domain.errors import TranscriberError
 from service import inputs
 from service.config import Settings
 
 READ_BYTES = 1 << 20
 
 
-class IntakeError(Exception):
+class IntakeError(TranscriberError, code="bad_input"):
     """The input cannot be accepted; nothing was stored."""
 
-    status = 400
-    code = "bad_input"
     details: dict = {}  # fields a JSON answer adds beside the message
 
 
-class EmptyFile(IntakeError):
-    status = 415
-    code = "empty_file"
+class EmptyFile(IntakeError, code="empty_file"):
+    """The file holds no bytes at all."""
 
 
-class TooLarge(IntakeError):
-    status = 413
-    code = "too_large"
+class TooLarge(IntakeError, code="too_large"):
+    """The file is larger than the upload limit (TRANSCRIBER_MAX_UPLOAD_MB)."""
 
 
-class NotAudio(IntakeError):
-    status = 415
-    code = "not_audio"
+class NotAudio(IntakeError, code="not_audio"):
+    """The file holds no audio that can be decoded."""
 
 
-class AudioTooLong(IntakeError):
-    status = 413
-    code = "audio_too_long"
+class AudioTooLong(IntakeError, code="audio_too_long"):
+    """The audio lasts longer than the cap (TRANSCRIBER_MAX_AUDIO_SECONDS)."""
 
 
-class UnsupportedAudio(IntakeError):
-    status = 415
-    code = "unsupported_audio"
+class UnsupportedAudio(IntakeError, code="unsupported_audio"):
+    """The audio stream's parameters are absurd (a sample rate of a few Hz, hundreds of channels)."""
 
 
-class KeyReused(IntakeError):
-    status = 422
-    code = "idempotency_key_reused"
+class KeyReused(IntakeError, code="idempotency_key_reused"):
+    """The owner's Idempotency-Key was first sent with other bytes."""
 
 
-class OverQuota(IntakeError):
+class OverQuota(IntakeError, code="quota_exceeded"):
     """The upload would pass a limit of its owner's quota (`transcriber owner quota`)."""
 
-    status = 413
-    code = "quota_exceeded"
+
+class UnknownOwner(IntakeError, code="unknown_owner"):
+    """No owner has the name given on the command line."""
 
 
-class UnknownOwner(IntakeError):
-    code = "unknown_owner"
+class BadLanguage(IntakeError, code="bad_language"):
+    """Not a language code, or one the configured engine cannot recognise."""
 
 
-class BadLanguage(IntakeError):
-    status = 422
-    code = "bad_language"
+class BadText(IntakeError, code="bad_text"):
+    """A text field the database cannot store (a NUL character, a lone surrogate)."""
 
 
-class BadText(IntakeError):
-    code = "bad_text"
-
-
-class BadPrompt(IntakeError):
-    status = 422
-    code = "bad_prompt"
+class BadPrompt(IntakeError, code="bad_prompt"):
+    """A prompt longer than MAX_PROMPT characters, or one the database cannot store."""
 
 
 MAX_PROMPT = 800  # characters: Whisper reads at most about 224 tokens of prompt
@@ -96,8 +89,8 @@ def checked_prompt(prompt: str | None) -> str | None:
     return prompt.strip()
 
 
-class BadSpeakers(IntakeError):
-    code = "bad_speakers"
+class BadSpeakers(IntakeError, code="bad_speakers"):
+    """Not auto, off or a number of speakers from 1 to 99."""
 
 
 def checked_speakers(speakers: str | int | None) -> str:
@@ -145,27 +138,26 @@ def _read(path: Path) -> Iterator[bytes]:
             yield piece
 
 
-def accept_file(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                source_name: str | None = None, language: str | None = None, prompt: str | None = None,
-                speakers: str | None = None) -> int:
-    """Check the file at `path` holds decodable audio and accept it; return the record id."""
-    return accept_once(store, settings, path, owner_id=owner_id, title=title, source_name=source_name,
-                       language=language, prompt=prompt, speakers=speakers)[0]
+def accept_recording(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
+                     source_name: str | None = None, language: str | None = None, prompt: str | None = None,
+                     speakers: str | int | None = None, same: SameUpload | None = None,
+                     continue_unfinished: bool = False) -> tuple[int, bool]:
+    """The one intake: check what the upload asks for and the file at `path`, then store them as
+    a new record of the owner's; the record id, and whether it is new.
 
-
-def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                source_name: str | None = None, language: str | None = None, prompt: str | None = None,
-                same: SameUpload | None = None, speakers: str | int | None = None,
-                continue_unfinished: bool = False) -> tuple[int, bool]:
-    """Accept the file at `path` unless `same` names an earlier upload it repeats, or (with
-    `continue_unfinished`) an earlier run left the same bytes unfinished (then that record,
-    found before the file is probed or stored again): the record id, and whether it is new. The
-    same key with other bytes is KeyReused, with nothing stored."""
+    The record is an earlier one instead when `same` names an earlier upload this one repeats
+    (`db.uploads`), or, with `continue_unfinished`, when an earlier run left the same bytes
+    unfinished, asked for alike (found before the file is probed or stored again; the bytes'
+    SHA-256 is kept with a new record, so that a later run finds it). Input that cannot be
+    accepted raises an IntakeError with nothing stored; the same key with other bytes is
+    KeyReused."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title)
     language = checked_language(settings, language)
     prompt = checked_prompt(prompt)
     speakers = checked_speakers(speakers)
+    if continue_unfinished and same is None:
+        same = _same_bytes(settings, path)
     try:
         earlier = None if same is None else store.earlier_upload(owner_id, same)
         if earlier is None and continue_unfinished and same is not None:
@@ -173,9 +165,9 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
-        return store.accept_once(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
-                                 language=language, prompt=prompt, declared_seconds=declared,
-                                 expected_bytes=size, same=same, speakers=speakers)
+        return store.store_recording(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
+                                     language=language, prompt=prompt, declared_seconds=declared,
+                                     expected_bytes=size, same=same, speakers=speakers)
     except UploadKeyReused:
         raise KeyReused("this Idempotency-Key was first sent with other bytes; "
                         "a new upload needs a new key") from None
@@ -183,6 +175,31 @@ def accept_once(store: Store, settings: Settings, path: Path, *, owner_id: int, 
         refused = OverQuota(f"{error}: {name}")
         refused.details = error.over.details()
         raise refused from None
+
+
+def accept_from_command_line(store: Store, settings: Settings, path: Path, *, owner: str,
+                             **asked) -> tuple[int, bool]:
+    """`accept_recording` for `transcriber submit` and `transcribe`, which name the file and the
+    owner: a path that is no file, or a name no owner has, is refused first. `asked`: the other
+    arguments of `accept_recording` (`continue_unfinished` lets a run stopped with Ctrl-C go on
+    from its last checkpoint when run again)."""
+    if not path.is_file():
+        raise IntakeError(f"no such file: {path}")
+    found = store.owner_by_name(checked_text("owner name", owner))
+    if found is None:
+        raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
+    return accept_recording(store, settings, path, owner_id=found["id"], **asked)
+
+
+def _same_bytes(settings: Settings, path: Path) -> SameUpload | None:
+    """What makes the file the same as an earlier run's: its SHA-256; None for a file intake
+    refuses without reading it (empty, or over the size limit)."""
+    if not 0 < path.stat().st_size <= settings.max_upload_bytes:
+        return None
+    digest = hashlib.sha256()
+    for piece in _read(path):
+        digest.update(piece)
+    return SameUpload(digest.digest())
 
 
 def _unfinished(store: Store, owner_id: int, sha256: bytes, **asked) -> int | None:
@@ -215,37 +232,3 @@ def _check_audio(settings: Settings, path: Path, name: str) -> tuple[int, float 
     except UndecodableAudio as error:
         raise NotAudio(f"not decodable audio: {name}: {error}") from None
     return size, declared
-
-
-def submit_file(store: Store, settings: Settings, path: Path, *, owner: str, title: str = "",
-                language: str | None = None, prompt: str | None = None, speakers: str | None = None) -> int:
-    """Accept the file at `path` for the owner called `owner`; return the new record's id."""
-    return accept_file(store, settings, path, owner_id=_file_owner(store, path, owner), title=title,
-                       language=language, prompt=prompt, speakers=speakers)
-
-
-def submit_or_continue(store: Store, settings: Settings, path: Path, *, owner: str, language: str | None = None,
-                       prompt: str | None = None, speakers: str | None = None) -> tuple[int, bool]:
-    """`transcriber transcribe`'s intake: the record an earlier run left unfinished with the same
-    bytes, asked for alike (so a run stopped with Ctrl-C goes on from its last checkpoint when
-    run again), or else a new one; the record id, and whether it is new. The bytes' SHA-256 is
-    kept with a new record, so that a later run finds it."""
-    owner_id = _file_owner(store, path, owner)
-    same = None
-    if 0 < path.stat().st_size <= settings.max_upload_bytes:  # else refused below, unread
-        digest = hashlib.sha256()
-        for piece in _read(path):
-            digest.update(piece)
-        same = SameUpload(digest.digest())
-    return accept_once(store, settings, path, owner_id=owner_id, language=language, prompt=prompt,
-                       speakers=speakers, same=same, continue_unfinished=True)
-
-
-def _file_owner(store: Store, path: Path, owner: str) -> int:
-    """The id of the owner called `owner`, once `path` is known to be a file."""
-    if not path.is_file():
-        raise IntakeError(f"no such file: {path}")
-    found = store.owner_by_name(checked_text("owner name", owner))
-    if found is None:
-        raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return found["id"]

@@ -1,6 +1,5 @@
-"""Issue 19 §"A diarize step, durable like the others" and §Outputs/§Names: who spoke when as a
-step of the pipeline, on real PostgreSQL and real recorded speech. Skipped, saying so, where the
-`speakers` extra is not installed."""
+"""Who spoke when as a step of the pipeline, on real PostgreSQL and real recorded speech.
+Skipped, saying so, where the `speakers` extra is not installed."""
 from __future__ import annotations
 
 import json
@@ -23,7 +22,7 @@ from domain.card import card
 from domain.claims import NO_WORK
 from domain.resume import NotHalted, resume
 from domain.stages import Step
-from service.intake import accept_file
+from service.intake import accept_recording
 from stand_ins import WordASecond
 from test_workers import Processes
 
@@ -68,7 +67,7 @@ def long_conversation(tmp_path_factory):
 
 def _done(store, owner, path, the_settings, speakers_asked="auto") -> int:
     """A record of `path` taken to done by the convert and recognize steps (not diarized yet)."""
-    record = accept_file(store, the_settings, path, owner_id=owner["id"], speakers=speakers_asked)
+    record, _ = accept_recording(store, the_settings, path, owner_id=owner["id"], speakers=speakers_asked)
     assert run_once(store, the_settings, Step.CONVERT) is Outcome.SAVED
     assert run_once(store, the_settings, Step.RECOGNIZE) is Outcome.SAVED
     return record
@@ -85,7 +84,7 @@ def _done_cheaply(store, owner, path, the_settings, monkeypatch) -> int:
 
 
 def test_done_first_then_speakers_and_every_format_labels_them(store, owner, conversation):
-    """Issue 19 (diarize step, outputs): the record reaches done with its text readable while
+    """The record reaches done with its text readable while
     speakers are pending; the diarize step then finds two speakers, and srt/vtt/txt/json label them."""
     on = settings(diarize="auto")
     record = _done(store, owner, conversation, on)
@@ -109,7 +108,7 @@ def test_done_first_then_speakers_and_every_format_labels_them(store, owner, con
 
 
 def test_a_run_stopped_after_a_window_goes_on_from_its_checkpoint(store, owner, long_conversation, monkeypatch):
-    """Issue 19 (checkpointed for long recordings): a diarize run whose worker stops right after
+    """Checkpointed for long recordings: a diarize run whose worker stops right after
     its first window gives its claim back with that window's embeddings saved; the next run
     goes on from there (no window embedded twice) and finds both speakers."""
     on = settings(diarize="auto")
@@ -138,8 +137,8 @@ def _diarize_journal(store, record, kind) -> list[dict]:
 
 
 def test_a_worker_killed_during_diarization_loses_nothing(store, long_conversation, env, tmp_path, monkeypatch):
-    """Issue 19 Tests ("killing the worker during diarization loses nothing and the record
-    completes"), with real processes: a `dramatiq actors` worker is killed with SIGKILL (its whole
+    """Killing the worker during diarization loses nothing and the record completes, with real
+    processes: a `dramatiq actors` worker is killed with SIGKILL (its whole
     process group) after its diarize run saved the first window's embeddings. While it is dead
     the record is done and its text served. A second worker, starting on this machine, sees the
     claim's holder has ended and takes the speakers row over at once (journaled `holder_gone`; its
@@ -202,7 +201,7 @@ def _speakers_settled(app, record, auth) -> bool:
 
 
 def test_the_owner_names_speakers_and_every_text_shows_the_names(store, conversation):
-    """Issue 19 §Names: PATCH /records/{id} {"speakers": {"S1": "Alice"}} renames S1 in
+    """PATCH /records/{id} {"speakers": {"S1": "Alice"}} renames S1 in
     srt, vtt, txt and json; the pipeline never writes the names; a bad label is refused."""
     on = settings(diarize="auto")
     token = store.add_owner("alice")
@@ -236,7 +235,7 @@ def test_the_owner_names_speakers_and_every_text_shows_the_names(store, conversa
 
 
 def test_a_stale_diarize_holder_cannot_save(store, owner):
-    """Issue 19 (fenced like the others): a diarize holder whose lease ran out and was claimed
+    """Fenced like the others: a diarize holder whose lease ran out and was claimed
     again has its save refused and journaled; the new holder's save stands."""
     on = settings(diarize="auto")
     record = _done(store, owner, TALKER, on)
@@ -254,7 +253,7 @@ def test_a_stale_diarize_holder_cannot_save(store, owner):
 
 
 def test_check_judges_the_speakers_rows(store, owner):
-    """Issue 19 (`transcriber check` knows the side queue): sound after speakers are saved; a
+    """`transcriber check` knows the side queue: sound after speakers are saved; a
     speakers row holding a token without a lease is reported, naming its record."""
     from db.check import Facts
     from domain.invariants import check
@@ -273,7 +272,7 @@ def test_check_judges_the_speakers_rows(store, owner):
 
 
 def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypatch):
-    """Issue 19 (fails for good): after its attempts the speakers row is halted with the reason
+    """Fails for good: after its attempts the speakers row is halted with the reason
     and error on the card, while the record stays done and its text is served; `resume` returns
     the row to work."""
     import actors.diarizing
@@ -305,7 +304,7 @@ def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypat
 
 
 def test_speakers_off_queues_nothing(store, owner, hears_word_a_second):
-    """Issue 19 (configurable): an upload with speakers=off, and any upload under
+    """Configurable: an upload with speakers=off, and any upload under
     TRANSCRIBER_DIARIZE=off, reaches done with no diarize work and the card says off."""
     hears_word_a_second()  # the words do not matter here, only what is queued after them
     asked_off = _done(store, owner, TALKER, settings(diarize="auto"), speakers_asked="off")
@@ -317,7 +316,7 @@ def test_speakers_off_queues_nothing(store, owner, hears_word_a_second):
 
 
 def test_transcribe_with_a_number_of_speakers_prints_their_labels(env, conversation):
-    """Issue 19 (`transcribe --speakers`): the local pipeline runs the diarize actor too, and
+    """`transcribe --speakers`: the local pipeline runs the diarize actor too, and
     the text printed carries the speakers' labels."""
     env = {**env, "TRANSCRIBER_DIARIZE": "auto"}
     started = time.monotonic()
@@ -329,7 +328,7 @@ def test_transcribe_with_a_number_of_speakers_prints_their_labels(env, conversat
 
 
 def test_the_openai_answer_waits_for_speakers_asked_for(store, conversation):
-    """Issue 19 (OpenAI `verbose_json` too): `speakers=2` on the OpenAI-compatible address makes
+    """OpenAI `verbose_json` too: `speakers=2` on the OpenAI-compatible address makes
     the answer wait for the speakers, and its segments and words carry them."""
     from web.app import create_app
 

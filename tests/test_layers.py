@@ -1,4 +1,4 @@
-"""issue 14: one obvious home for each thing. The layers stand on each other in one order, no
+"""One obvious home for each thing. The layers stand on each other in one order, no
 module imports a layer above its own, no two modules import each other (directly or round a
 circle, lazily or not), and no source file grows past what a reader takes in at once."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ from conftest import ROOT
 # bottom to top; a package may import its own modules and the packages of lower ranks only
 LAYERS = {"domain": 0, "db": 1, "audio": 1, "service": 2, "actors": 3, "web": 3, "transcriber": 4}
 LONGEST_FILE = 350
+WEB_FRAMEWORKS = {"fastapi", "starlette", "fastapi_offline", "uvicorn"}
 
 
 def _modules() -> dict[str, Path]:
@@ -47,8 +48,8 @@ def _graph() -> dict[str, set[str]]:
 
 
 def test_no_module_imports_a_layer_above_its_own():
-    """issue 14: domain < db, audio < service < actors, web < transcriber; actors and web never
-    import each other, nor db and audio."""
+    """domain < db, audio < service < actors, web < transcriber; actors and web never import
+    each other, nor db and audio."""
     upward = []
     for module, targets in _graph().items():
         own = module.split(".")[0]
@@ -59,8 +60,22 @@ def test_no_module_imports_a_layer_above_its_own():
     assert not upward, "\n".join(sorted(upward))
 
 
+def test_only_the_web_layer_speaks_http():
+    """HTTP is the web layer's: domain, db, audio and service import no web framework, so what
+    they refuse carries a code (`domain.errors`), never an HTTP status."""
+    speaking = []
+    for package in ("domain", "db", "audio", "service"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                speaking += [f"{path.relative_to(ROOT)} imports {name}" for name in names
+                             if name.split(".")[0] in WEB_FRAMEWORKS]
+    assert not speaking, "\n".join(speaking)
+
+
 def test_no_import_circles_between_modules():
-    """issue 14: no two modules need each other, not even through a lazy import."""
+    """No two modules need each other, not even through a lazy import."""
     graph = _graph()
     index, low, stack, on_stack, circles = {}, {}, [], set(), []
 
@@ -100,7 +115,7 @@ def test_the_walk_sees_a_planted_circle_and_an_upward_import(tmp_path, monkeypat
 
 
 def test_no_source_file_is_too_long():
-    """issue 14: no source file over ~350 lines."""
+    """No source file over ~350 lines."""
     long = [f"{path.relative_to(ROOT)}: {n} lines" for path in _modules().values()
             if (n := len(path.read_text().splitlines())) > LONGEST_FILE]
     assert not long, "\n".join(long)

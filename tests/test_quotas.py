@@ -1,4 +1,4 @@
-"""Per-owner quotas (issue 16 §2): limits set from the command line, uploads over a limit refused
+"""Per-owner quotas: limits set from the command line, uploads over a limit refused
 413 `quota_exceeded` with nothing stored (the API, the OpenAI-compatible address and `transcriber
 submit`), each owner's audio hours and stored bytes in `owner list`, the card list, /admin and
 /metrics, and two uploads racing at the limit never both passing."""
@@ -11,10 +11,11 @@ import pytest
 
 from conftest import run_together, settings
 from media import encode
-from service.intake import OverQuota, accept_file
+from service.intake import OverQuota, accept_recording
 from test_cli import run
 from test_http import make_api  # noqa: F401  (the live server fixture)
 from transcriber.accounts import _amount
+from web.errors import http_status
 
 MB = 1024 * 1024
 
@@ -27,7 +28,7 @@ def _stored(db) -> tuple[int, int, int]:
 
 
 def test_upload_over_quota_is_refused_and_nothing_is_stored(make_api, store, db, tmp_path):
-    """Issue 16 §2: with a storage limit, an upload that would pass it answers 413
+    """With a storage limit, an upload that would pass it answers 413
     `quota_exceeded` naming the limit and the use, on POST /records and on the OpenAI-compatible
     address, and stores nothing; an hours limit refuses a file whose length would pass it. The card
     list, /admin and /metrics show the owner's audio hours and stored bytes."""
@@ -75,7 +76,7 @@ def test_upload_over_quota_is_refused_and_nothing_is_stored(make_api, store, db,
 
 
 def test_uploads_racing_at_the_limit_do_not_both_pass(store, db, owner, tmp_path):
-    """Issue 16 §2: six uploads released at once by a barrier, with room for exactly two: two are
+    """Six uploads released at once by a barrier, with room for exactly two: two are
     accepted, four refused `quota_exceeded`, and only the two accepted files are stored."""
     audio = encode(tmp_path / "talk.wav", "wav")
     size = audio.stat().st_size
@@ -84,7 +85,7 @@ def test_uploads_racing_at_the_limit_do_not_both_pass(store, db, owner, tmp_path
 
     def upload(i):
         try:
-            return accept_file(store, the_settings, audio, owner_id=owner["id"])
+            return accept_recording(store, the_settings, audio, owner_id=owner["id"])[0]
         except OverQuota as error:
             return error
 
@@ -92,17 +93,17 @@ def test_uploads_racing_at_the_limit_do_not_both_pass(store, db, owner, tmp_path
     accepted = [r for r in results if isinstance(r, int)]
     refused = [r for r in results if isinstance(r, OverQuota)]
     assert len(accepted) == 2 and len(refused) == 4, results
-    assert all(e.status == 413 and e.code == "quota_exceeded" for e in refused)
+    assert all(http_status(e) == 413 and e.code == "quota_exceeded" for e in refused)
     assert _stored(db)[:2] == (2, 2)
     assert store.owner_usage(owner["id"])["stored_bytes"] == 2 * size
 
 
 def test_quota_from_the_command_line(env, store, owner, tmp_path):
-    """Issue 16 §2: `transcriber owner quota NAME --hours H --storage-mb M` sets the limits and
+    """`transcriber owner quota NAME --hours H --storage-mb M` sets the limits and
     shows the use, `owner list` shows hours, stored bytes and quota, `transcriber submit` over the
     limit fails with the quota named and stores nothing, `--none` lifts the limits."""
     audio = encode(tmp_path / "talk.wav", "wav")
-    accept_file(store, settings(), audio, owner_id=owner["id"])
+    accept_recording(store, settings(), audio, owner_id=owner["id"])
     shown = run(env, "owner", "quota", "alice", "--hours", "2", "--storage-mb", "0.1")
     assert shown.returncode == 0 and "quota 2 h / 0.1 MB" in shown.stdout and "0.00 h of audio" in shown.stdout
     listed = run(env, "owner", "list", "--json")

@@ -204,13 +204,13 @@ def test_only_an_unfinished_record_asked_for_alike_and_held_by_no_one_is_continu
     from conftest import policy, settings, wait_until
     from domain.claims import HaltReason
     from domain.stages import Step
-    from service.intake import submit_or_continue
+    from service.intake import accept_from_command_line
 
     s = settings()
     talk, other = encode(tmp_path / "talk.wav", "wav"), encode(tmp_path / "other.wav", "wav", seconds=3)
 
     def intake(path, **asked):
-        return submit_or_continue(store, s, path, owner="alice", **asked)
+        return accept_from_command_line(store, s, path, owner="alice", continue_unfinished=True, **asked)
 
     first, new = intake(talk)
     assert new and intake(talk) == (first, False)

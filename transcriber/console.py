@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from domain.errors import TranscriberError
 from service.inputs import record_id as parse_record_id
 
 EXIT_USAGE = 2
 
 
-class UserError(Exception):
+class UserError(TranscriberError, code="user_error"):
     """A mistake the user can mend: printed as one line, exit status 2."""
 
 

@@ -9,15 +9,15 @@ from audio.formats import FORMATS, render_record
 from db import Store
 from domain.card import card
 from domain.resume import NotHalted, UnknownRecord, resume
-from service.intake import submit_file
+from service.intake import accept_from_command_line
 from service.runtime import open_store
 from transcriber.console import UserError, print_json, record_id_argument
 
 
 def cmd_submit(args, settings) -> int:
     store = open_store(settings)
-    record_id = submit_file(store, settings, Path(args.file), owner=args.owner, title=args.title,
-                            language=args.language, prompt=args.prompt, speakers=args.speakers)
+    record_id, _ = accept_from_command_line(store, settings, Path(args.file), owner=args.owner, title=args.title,
+                                            language=args.language, prompt=args.prompt, speakers=args.speakers)
     print(record_id)
     return 0
 

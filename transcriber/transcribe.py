@@ -4,7 +4,8 @@ The files are accepted as records like any upload, in-process workers convert an
 them, progress shows on stderr, and the texts go to stdout. Nothing here bypasses the pipeline:
 kill it at any moment and the records wait in the database for the next run or worker. A run
 given a file that an earlier run left unfinished (stopped with Ctrl-C, say) goes on with that
-record from its last checkpoint instead of starting over (`service.intake.submit_or_continue`).
+record from its last checkpoint instead of starting over (`continue_unfinished` of
+`service.intake.accept_recording`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from domain.card import card
 from domain.owners import check_name
 from service.config import Settings
 from service.inputs import source_name
-from service.intake import IntakeError, submit_or_continue
+from service.intake import IntakeError, accept_from_command_line
 from transcriber.local import LocalPipeline
 from service.runtime import check_engine, open_store
 
@@ -86,8 +87,8 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
     refused = 0
     for path in paths:
         try:
-            record_id, new = submit_or_continue(store, settings, path, owner=owner, language=language,
-                                                prompt=prompt, speakers=speakers)
+            record_id, new = accept_from_command_line(store, settings, path, owner=owner, language=language,
+                                                      prompt=prompt, speakers=speakers, continue_unfinished=True)
             records[record_id] = path
             if not new:
                 print(f"[record {record_id}] {path.name}: going on with this record, which an earlier run "

@@ -15,7 +15,7 @@ from domain.card import card
 from domain.quotas import usage_view
 from domain.resume import NotHalted, UnknownRecord, resume
 from service.inputs import MAX_OFFSET
-from web.errors import NOT_FOUND, ApiError
+from web.errors import NOT_FOUND, ApiError, refusal
 from web.parsing import record_id
 
 PREFIX = "/admin/api"
@@ -38,13 +38,25 @@ def _addresses(number: int) -> dict:
 def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
     """The panel's API; `operator` is the dependency naming the caller (`web.auth`)."""
     routes = APIRouter(prefix=PREFIX, tags=["admin"])
-    Operator = Annotated[dict, Depends(operator)]
+    _add_overview(routes, store, operator)
+    _add_records(routes, store, operator)
+    return routes
 
-    def metadata(raw_id: str) -> dict:
-        row = store.card_row(record_id(raw_id))
-        if row is None:
-            raise ApiError(404, *NOT_FOUND)
-        return {**card(row), "owner": row["owner"], "admin_links": _addresses(row["id"])}
+
+def _halted_item(row: dict) -> dict:
+    """One halted record as the panel lists it."""
+    return {"id": row["id"], "owner": row["owner"], "title": row["title"], "source_name": row["source_name"],
+            "stage": row["stage"], "reason": row["halt_reason"], "error": row["halt_error"],
+            "attempts": row["failures"], "halted_at": _json_value(row["halted_at"]),
+            "halted_seconds": round(float(row["halted_seconds"]), 1),
+            "created_at": _json_value(row["created_at"]), "age_seconds": round(float(row["age_seconds"]), 1),
+            "duration_seconds": row["duration_seconds"], "links": _addresses(row["id"])}
+
+
+def _add_overview(routes: APIRouter, store: Store, operator: Callable[..., dict]) -> None:
+    """The whole service at a glance: who is signed in, the figures per stage, the halted
+    records and the owners."""
+    Operator = Annotated[dict, Depends(operator)]
 
     @routes.get("/whoami")
     def whoami(who: Operator):
@@ -64,15 +76,8 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
                offset: int = Query(default=0, ge=0, le=MAX_OFFSET)):
         """Halted records, longest halted first: owner, title, stage, reason, error, attempts, age."""
         rows, total = store.halted_records(limit, offset)
-        items = [{"id": row["id"], "owner": row["owner"], "title": row["title"], "source_name": row["source_name"],
-                  "stage": row["stage"], "reason": row["halt_reason"], "error": row["halt_error"],
-                  "attempts": row["failures"], "halted_at": _json_value(row["halted_at"]),
-                  "halted_seconds": round(float(row["halted_seconds"]), 1),
-                  "created_at": _json_value(row["created_at"]), "age_seconds": round(float(row["age_seconds"]), 1),
-                  "duration_seconds": row["duration_seconds"], "links": _addresses(row["id"])}
-                 for row in rows]
         following = offset + len(rows)
-        return {"items": items, "total": total, "limit": limit, "offset": offset,
+        return {"items": [_halted_item(row) for row in rows], "total": total, "limit": limit, "offset": offset,
                 "next": f"{PREFIX}/halted?limit={limit}&offset={following}" if following < total else None}
 
     @routes.get("/owners")
@@ -82,10 +87,23 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
                            "records": row["records"], "done": row["done"], "halted": row["halted"],
                            **usage_view(row)} for row in store.owners()]}
 
+
+def _metadata(store: Store, raw_id: str) -> dict:
+    """Any owner's record's card, with its owner's name and the panel's addresses; 404 for none."""
+    row = store.card_row(record_id(raw_id))
+    if row is None:
+        raise ApiError(404, *NOT_FOUND)
+    return {**card(row), "owner": row["owner"], "admin_links": _addresses(row["id"])}
+
+
+def _add_records(routes: APIRouter, store: Store, operator: Callable[..., dict]) -> None:
+    """One record: its card, its journal, and Resume."""
+    Operator = Annotated[dict, Depends(operator)]
+
     @routes.get("/records/{raw_id}")
     def record(raw_id: str, who: Operator):
         """A record's card with its owner's name (metadata only: no text)."""
-        return metadata(raw_id)
+        return _metadata(store, raw_id)
 
     @routes.get("/records/{raw_id}/events")
     def events(raw_id: str, who: Operator):
@@ -105,7 +123,5 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
         except UnknownRecord:
             raise ApiError(404, *NOT_FOUND) from None
         except NotHalted as error:
-            raise ApiError(409, "not_halted", str(error), stage=error.stage) from None
-        return {"id": number, "stage": stage, "resumed_by": who["name"], "card": metadata(str(number))}
-
-    return routes
+            raise refusal(error, stage=error.stage) from None
+        return {"id": number, "stage": stage, "resumed_by": who["name"], "card": _metadata(store, str(number))}

@@ -14,11 +14,11 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
 from db import Store
-from service import inputs
 from service.config import Settings
-from service.intake import TooLarge, size_limit_message
+from service.intake import size_limit_message
 from web import admin, errors, monitoring, openai_compat, pages, records, search
 from web.auth import bearer_operator, bearer_owner
+from web.body_limit import BodyLimit
 from web.gate import TokenGate
 from web.sessions import SessionAuth, Sessions
 
@@ -51,9 +51,8 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     # addresses, a small JSON or form body anywhere else). None of them reads a body, so nothing
     # reads one before the limit counts it. (add_middleware puts each layer outside the ones
     # added before it.)
-    app.add_middleware(inputs.BodyLimit, limit=settings.max_upload_bytes + FORM_ROOM_BYTES,
-                       message=size_limit_message(settings), code=TooLarge.code,
-                       small=OTHER_BODY_BYTES, large_at=UPLOADS)
+    app.add_middleware(BodyLimit, limit=settings.max_upload_bytes + FORM_ROOM_BYTES,
+                       message=size_limit_message(settings), small=OTHER_BODY_BYTES, large_at=UPLOADS)
     app.add_middleware(TokenGate, store=store, exempt=pages.FORMS)
     app.add_middleware(SessionAuth, sessions=sessions, exempt=pages.FORMS)
     app.mount("/ui", StaticFiles(directory=pages.STATIC), name="ui")

@@ -5,10 +5,12 @@ size, so the rules are tested without a server."""
 import re
 from typing import Iterator
 
+from domain.errors import TranscriberError
+
 _RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
 
-class Unsatisfiable(Exception):
+class Unsatisfiable(TranscriberError, code="range_not_satisfiable"):
     """The range starts past the end of the file: answered 416."""
 
 

@@ -1,7 +1,8 @@
-"""The API's one error shape, `{"error": code, "message": text, ...}`, and the handlers that give
-every refusal that shape. Routers raise `ApiError`; whatever else escapes a route (a framework
-404, a body that fails validation, an unexpected exception) is answered here too, so no stack
-trace reaches a client and no request body reaches the log."""
+"""The API's one error shape, `{"error": code, "message": text, ...}`, the HTTP status of each
+refusal of the service, and the handlers that give every refusal that shape. Routers raise
+`ApiError` (`refusal` makes one of an error of the service's); whatever else escapes a route (a
+framework 404, a body that fails validation, an unexpected exception) is answered here too, so
+no stack trace reaches a client and no request body reaches the log."""
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -9,17 +10,50 @@ from fastapi.responses import JSONResponse
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.intake import TooLarge
+from domain.errors import TranscriberError
+from domain.resume import NotHalted
+from domain.search import QueryProblem
+from service.intake import (AudioTooLong, BadLanguage, BadPrompt, EmptyFile, IntakeError, KeyReused, NotAudio,
+                            OverQuota, TooLarge, UnsupportedAudio)
 
 NOT_FOUND = ("not_found", "no such record")
 
+# The HTTP status that answers each refusal of the service's: the lower layers name what went
+# wrong (`code`), this table alone says what HTTP makes of it. A class not named here takes its
+# nearest named ancestor's status (any other intake refusal: 400).
+STATUS = {
+    IntakeError: 400,
+    EmptyFile: 415,
+    NotAudio: 415,
+    UnsupportedAudio: 415,
+    TooLarge: 413,
+    AudioTooLong: 413,
+    OverQuota: 413,
+    KeyReused: 422,
+    BadLanguage: 422,
+    BadPrompt: 422,
+    QueryProblem: 422,
+    NotHalted: 409,
+}
 
-class ApiError(Exception):
+
+def http_status(error: TranscriberError) -> int:
+    """The status `STATUS` gives `error`'s class (500 for an error no refusal is meant to be)."""
+    return next((STATUS[kind] for kind in type(error).__mro__ if kind in STATUS), 500)
+
+
+class ApiError(TranscriberError):
     """A refusal with its status, code and message; `extra` fields join the JSON body."""
 
     def __init__(self, status: int, code: str, message: str, **extra):
         super().__init__(message)
         self.status, self.code, self.message, self.extra = status, code, message, extra
+
+
+def refusal(error: TranscriberError, *, status: int | None = None, **extra) -> ApiError:
+    """The answer to a refusal of the service's: its status (`http_status`, unless `status` is
+    given), code and message, with the fields the error carries (`details`) and `extra`."""
+    return ApiError(status or http_status(error), error.code, str(error), **getattr(error, "details", {}), **extra)
 
 
 def error_response(status: int, code: str, message: str, **extra) -> JSONResponse:

@@ -8,9 +8,10 @@ before the official client's 600 s read timeout, so the client hears the answer 
 retrying). Past that it answers an error naming the record's card, and the record goes on:
 nothing is lost, and the text is at its address once done. One intended upload makes one
 record: with `Idempotency-Key`, a repeat is the key's first record; without one, a retry of the
-same bytes while the first is in the pipeline waits for that record (`db.uploads`). Errors here have OpenAI's shape,
-`{"error": {"message", "type", "param", "code"}}` (plus the service's own top-level `message`),
-and carry `x-should-retry: false` where a retry would only upload the file again.
+same bytes while the first is in the pipeline waits for that record (`db.uploads`). Errors here
+have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}` (plus the service's own
+top-level `message`), and carry `x-should-retry: false` where a retry would only upload the file
+again.
 """
 
 import asyncio
@@ -30,14 +31,16 @@ from audio.formats import MEDIA_TYPES, labelled_segments, render_record
 from db import Store
 from domain.card import links, speakers
 from service.config import Settings
-from service.intake import IntakeError, KeyReused
-from web.errors import ApiError
+from service.intake import BadLanguage, BadPrompt, BadSpeakers, IntakeError, KeyReused
+from web.errors import ApiError, refusal
 from web.parsing import idempotency_key
-from web.uploads import accept_upload
+from web.uploads import spool_and_accept
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 _TYPES = {401: "authentication_error", 403: "permission_error", 504: "timeout"}
 POLL_FIRST_SECONDS, POLL_MOST_SECONDS = 0.1, 1.0
+# the form field each refusal of a field is about; OpenAI answers a bad field with 400
+FIELD_REFUSALS = {BadLanguage: "language", BadPrompt: "prompt", BadSpeakers: "speakers"}
 
 
 def openai_error(status: int, code: str, message: str, *, param: str | None = None, headers: dict | None = None,
@@ -110,15 +113,6 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
     Owner = Annotated[dict, Depends(owner)]
 
-    def card_and_text(record_id: int, owner_id: int, with_speakers: bool = False) -> tuple[dict | None, dict | None]:
-        """The record's card row, and its text row once done (`with_speakers`: and its speakers
-        no longer pending)."""
-        row = store.card_row(record_id, owner_id)
-        if row is None or row["stage"] != "done" or (with_speakers and speakers(row)["state"] == "pending"):
-            return row, None
-        text = store.transcript(record_id, owner_id)
-        return row, (None if text is None else {**text, "language": row["language"]})
-
     @routes.post("/v1/audio/transcriptions", summary="Transcribe audio (OpenAI-compatible)",
                  responses={200: {"content": {"application/json": {}, "text/plain": {}, "text/vtt": {},
                                               "application/x-subrip": {}}},
@@ -139,58 +133,99 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         stream: bool = Form(default=False),
         speakers_asked: str | None = Form(default=None, max_length=10, alias="speakers",
                                           description="who spoke when (auto, off or their number); asked for, "
-                                                      "the answer waits for the speakers too (issue 19)"),
+                                                      "the answer waits for the speakers too"),
     ):
         """Accept the file into the durable pipeline and answer its text once done, in
         `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
         `timestamp_granularities[]=word`). Waits up to TRANSCRIBER_SYNC_WAIT_SECONDS; past that
         answers 504 naming the record's card (the record goes on)."""
-        if response_format not in RESPONSE_FORMATS:
-            raise ApiError(400, "invalid_response_format",
-                           f"response_format must be one of {', '.join(RESPONSE_FORMATS)}", param="response_format")
-        unknown = sorted(set(granularities) - {"word", "segment"})
-        if unknown:
-            raise ApiError(400, "invalid_timestamp_granularities", f"unknown timestamp granularity: {unknown[0]}",
-                           param="timestamp_granularities")
-        if stream:
-            raise ApiError(400, "unsupported", "streaming is not supported; the answer comes once done",
-                           param="stream")
+        _check_answer_asked(response_format, granularities, stream)
         key = idempotency_key(request)
         try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
-            record_id, _ = await run_in_threadpool(accept_upload, store, settings, file, owner_id=who["id"],
-                                                    language=language, prompt=prompt, key=key,
-                                                    attach_in_flight=key is None, speakers=speakers_asked)
-        except IntakeError as error:  # OpenAI answers a bad field with 400
-            param = {"bad_language": "language", "bad_prompt": "prompt", "bad_speakers": "speakers",
-                     KeyReused.code: None}.get(error.code, "file")
-            status = 400 if param in ("language", "prompt", "speakers") else error.status
-            raise ApiError(status, error.code, str(error), param=param, **error.details) from None
+            record_id, _ = await run_in_threadpool(spool_and_accept, store, settings, file, owner_id=who["id"],
+                                                    key=key, attach_in_flight=key is None, language=language,
+                                                    prompt=prompt, speakers=speakers_asked)
+        except IntakeError as error:
+            raise _intake_refusal(error) from None
+        waiting = Waiting(store, who["id"], record_id, with_speakers=speakers_asked not in (None, "", "off"))
+        done = await waiting.until_done(request, settings.sync_wait_seconds)
+        if not isinstance(done, dict):
+            return done
+        return openai_text_response(response_format, done, words="word" in granularities,
+                                    segments_wanted="segment" in granularities)
+
+    return routes
+
+
+def _check_answer_asked(response_format: str, granularities: list[str], stream: bool) -> None:
+    """400 for an answer this address cannot give, before the file is accepted."""
+    if response_format not in RESPONSE_FORMATS:
+        raise ApiError(400, "invalid_response_format",
+                       f"response_format must be one of {', '.join(RESPONSE_FORMATS)}", param="response_format")
+    unknown = sorted(set(granularities) - {"word", "segment"})
+    if unknown:
+        raise ApiError(400, "invalid_timestamp_granularities", f"unknown timestamp granularity: {unknown[0]}",
+                       param="timestamp_granularities")
+    if stream:
+        raise ApiError(400, "unsupported", "streaming is not supported; the answer comes once done",
+                       param="stream")
+
+
+def _intake_refusal(error: IntakeError) -> ApiError:
+    """An intake refusal in OpenAI's terms: a bad form field is a 400 naming the field; a reused
+    key names none; anything else is about the file, with the service's own status."""
+    field = next((name for kind, name in FIELD_REFUSALS.items() if isinstance(error, kind)), None)
+    if field is not None:
+        return refusal(error, status=400, param=field)
+    return refusal(error, param=None if isinstance(error, KeyReused) else "file")
+
+
+class Waiting:
+    """The wait for an accepted record's text, polled from the database with a growing pause."""
+
+    def __init__(self, store: Store, owner_id: int, record_id: int, *, with_speakers: bool):
+        self.store, self.owner_id, self.record_id, self.with_speakers = store, owner_id, record_id, with_speakers
         addresses = links(record_id)
-        record = {"id": record_id, "card": addresses["self"], "text": addresses["text"]}
-        deadline = time.monotonic() + settings.sync_wait_seconds
+        self.card, self.text = addresses["self"], addresses["text"]
+        self.record = {"id": record_id, "card": self.card, "text": self.text}
+
+    def card_and_text(self) -> tuple[dict | None, dict | None]:
+        """The record's card row, and its text row once done (`with_speakers`: and its speakers
+        no longer pending)."""
+        row = self.store.card_row(self.record_id, self.owner_id)
+        if row is None or row["stage"] != "done" or (self.with_speakers and speakers(row)["state"] == "pending"):
+            return row, None
+        text = self.store.transcript(self.record_id, self.owner_id)
+        return row, (None if text is None else {**text, "language": row["language"]})
+
+    async def until_done(self, request: Request, wait_seconds: float) -> dict | Response:
+        """The done record's text row; or the answer to give instead: the record was deleted or
+        halted meanwhile, `wait_seconds` passed (504; the record goes on), or the client left."""
+        deadline = time.monotonic() + wait_seconds
         pause = POLL_FIRST_SECONDS
         while True:
-            row, done = await run_in_threadpool(card_and_text, record_id, who["id"],
-                                                speakers_asked not in (None, "", "off"))
+            row, done = await run_in_threadpool(self.card_and_text)
             if done is not None:
-                return openai_text_response(response_format, done, words="word" in granularities,
-                                            segments_wanted="segment" in granularities)
-            if row is None:  # deleted by its owner meanwhile
-                raise ApiError(404, "not_found", f"record {record_id} was deleted before it was done", record=record)
-            if row["halted_at"] is not None:
-                raise ApiError(422, row["halt_reason"],
-                               f"record {record_id} halted at stage {row['stage']} ({row['halt_reason']}: "
-                               f"{row['halt_error']}); its card is at {addresses['self']}", record=record)
+                return done
+            self.refuse_ended(row)
             left = deadline - time.monotonic()
             if left <= 0:
                 return openai_error(
                     504, "still_working",
-                    f"not done within {settings.sync_wait_seconds:g}s (TRANSCRIBER_SYNC_WAIT_SECONDS): record "
-                    f"{record_id} goes on at stage {row['stage']}; its card is at {addresses['self']} and its "
-                    f"text will be at {addresses['text']}", record=record, headers={"Location": addresses["self"]})
+                    f"not done within {wait_seconds:g}s (TRANSCRIBER_SYNC_WAIT_SECONDS): record "
+                    f"{self.record_id} goes on at stage {row['stage']}; its card is at {self.card} and its "
+                    f"text will be at {self.text}", record=self.record, headers={"Location": self.card})
             if await request.is_disconnected():
                 return Response(status_code=499)  # nobody is listening; the record goes on
             await asyncio.sleep(min(pause, left))
             pause = min(pause * 2, POLL_MOST_SECONDS)
 
-    return routes
+    def refuse_ended(self, row: dict | None) -> None:
+        """404 when the record was deleted by its owner meanwhile, 422 with its reason when it halted."""
+        if row is None:
+            raise ApiError(404, "not_found", f"record {self.record_id} was deleted before it was done",
+                           record=self.record)
+        if row["halted_at"] is not None:
+            raise ApiError(422, row["halt_reason"],
+                           f"record {self.record_id} halted at stage {row['stage']} ({row['halt_reason']}: "
+                           f"{row['halt_error']}); its card is at {self.card}", record=self.record)

@@ -107,7 +107,8 @@ def render(request: Request, *, view: str, body: str, session: Session | None = 
 
 def sign_in_page(request: Request, *, panel: bool, problem: str | None = None, status: int = 200) -> HTMLResponse:
     s = STRINGS[language(request)]
-    title, hint = (s["panel_sign_in_title"], s["panel_sign_in_hint"]) if panel else (s["sign_in_title"], s["sign_in_hint"])
+    prefix = "panel_" if panel else ""
+    title, hint = s[prefix + "sign_in_title"], s[prefix + "sign_in_hint"]
     error = f'<p class="error" role="alert">{html.escape(s[problem])}</p>' if problem else ""
     body = f"""<section class="card narrow">
 <h1>{html.escape(title)}</h1>
@@ -126,81 +127,89 @@ def router(store: Store, sessions: Sessions) -> APIRouter:
     """The pages' routes (outside the OpenAPI document). The app adds, beside them, the
     `SessionAuth` middleware over the same `sessions` and the static files at `/ui`."""
     routes = APIRouter(include_in_schema=False)
-
-    def session_of(request: Request, kind: str) -> Session | None:
-        """The request's live session of `kind` ("owner" or "operator"), from its cookie (as the
-        middleware found it already, but for the forms, which it leaves alone)."""
-        found = getattr(request.state, "session", None)
-        if isinstance(found, Session) and found.kind == kind:
-            return found
-        session_id = cookies_of(request.headers).get(cookie_name(kind, request.url.scheme == "https"))
-        return sessions.get(session_id, kind) if session_id else None
-
-    def sign_in(request: Request, token: str, *, panel: bool) -> Response:
-        if not same_origin(request.headers.get("origin"), request.headers.get("host")):
-            return sign_in_page(request, panel=panel, problem="bad_origin", status=403)
-        token = token.strip()
-        found = operator_by_token(store, token) if panel else owner_by_token(store, token)
-        if found is None:
-            logger.info("{} sign-in refused: bad token", "panel" if panel else "page")
-            return sign_in_page(request, panel=panel, problem="bad_token", status=401)
-        if found.get("disabled"):
-            logger.info("page sign-in refused: owner {} is disabled", found["name"])
-            return sign_in_page(request, panel=panel, problem="owner_disabled", status=403)
-        kind, home = ("operator", "/admin") if panel else ("owner", "/")
-        session_id = sessions.open(kind, token)
-        if session_id is None:  # the token was replaced in between
-            return sign_in_page(request, panel=panel, problem="bad_token", status=401)
-        logger.info("{} {} signed in", kind, found["name"])
-        answer = RedirectResponse(home, status_code=303)
-        secure = request.url.scheme == "https"
-        answer.headers.append("set-cookie", set_cookie_header(cookie_name(kind, secure), session_id,
-                                                              path=cookie_path(kind, secure), secure=secure))
-        return answer
-
-    def sign_out(request: Request, csrf: str, *, panel: bool) -> Response:
-        kind, home = ("operator", "/admin") if panel else ("owner", "/")
-        secure = request.url.scheme == "https"
-        cookie = cookie_name(kind, secure)
-        session = session_of(request, kind)
-        if session is not None and csrf_matches(csrf, session.csrf) and same_origin(request.headers.get("origin"),
-                                                                                    request.headers.get("host")):
-            sessions.close(cookies_of(request.headers).get(cookie))
-        answer = RedirectResponse(home, status_code=303)
-        answer.headers.append("set-cookie", set_cookie_header(cookie, "", path=cookie_path(kind, secure),
-                                                              clear=True, secure=secure))
-        return answer
-
-    def add_pages_for(kind: str, home: str, record_page: str, forms: str, views: tuple[str, str]) -> None:
-        """The routes of one kind of visitor (owner or operator): a home page, a record's page,
-        sign-in and sign-out."""
-        panel = kind == "operator"
-
-        def home_page(request: Request):
-            session = session_of(request, kind)
-            if session is None:
-                return sign_in_page(request, panel=panel)
-            return render(request, view=views[0], session=session, body='<div id="app"></div>')
-
-        def one_record(raw_id: str, request: Request):
-            session = session_of(request, kind)
-            if session is None:
-                return RedirectResponse(home, status_code=303)
-            record = inputs.record_id(raw_id) or 0  # no record has id 0: the API answers the page 404
-            return render(request, view=views[1], session=session, body='<div id="app"></div>',
-                          data={"record": record})
-
-        def start(request: Request, token: str = Form(default="", max_length=500)):
-            return sign_in(request, token, panel=panel)
-
-        def end(request: Request, csrf: str = Form(default="", max_length=200)):
-            return sign_out(request, csrf, panel=panel)
-
-        routes.add_api_route(home, home_page, methods=["GET"], response_class=HTMLResponse)
-        routes.add_api_route(record_page + "/{raw_id}", one_record, methods=["GET"], response_class=HTMLResponse)
-        routes.add_api_route(forms, start, methods=["POST"])
-        routes.add_api_route(forms + "/end", end, methods=["POST"])
-
-    add_pages_for("owner", "/", "/view", "/session", ("records", "record"))
-    add_pages_for("operator", "/admin", "/admin/record", "/admin/session", ("admin", "admin-record"))
+    _add_pages_for(routes, store, sessions, "owner", "/", "/view", "/session", ("records", "record"))
+    _add_pages_for(routes, store, sessions, "operator", "/admin", "/admin/record", "/admin/session",
+                   ("admin", "admin-record"))
     return routes
+
+
+def _session_of(sessions: Sessions, request: Request, kind: str) -> Session | None:
+    """The request's live session of `kind` ("owner" or "operator"), from its cookie (as the
+    middleware found it already, but for the forms, which it leaves alone)."""
+    found = getattr(request.state, "session", None)
+    if isinstance(found, Session) and found.kind == kind:
+        return found
+    session_id = cookies_of(request.headers).get(cookie_name(kind, request.url.scheme == "https"))
+    return sessions.get(session_id, kind) if session_id else None
+
+
+def _sign_in(store: Store, sessions: Sessions, request: Request, token: str, *, panel: bool) -> Response:
+    """The sign-in form's answer: a session cookie and the way home, or the form again saying why not."""
+    if not same_origin(request.headers.get("origin"), request.headers.get("host")):
+        return sign_in_page(request, panel=panel, problem="bad_origin", status=403)
+    token = token.strip()
+    found = operator_by_token(store, token) if panel else owner_by_token(store, token)
+    if found is None:
+        logger.info("{} sign-in refused: bad token", "panel" if panel else "page")
+        return sign_in_page(request, panel=panel, problem="bad_token", status=401)
+    if found.get("disabled"):
+        logger.info("page sign-in refused: owner {} is disabled", found["name"])
+        return sign_in_page(request, panel=panel, problem="owner_disabled", status=403)
+    kind, home = ("operator", "/admin") if panel else ("owner", "/")
+    session_id = sessions.open(kind, token)
+    if session_id is None:  # the token was replaced in between
+        return sign_in_page(request, panel=panel, problem="bad_token", status=401)
+    logger.info("{} {} signed in", kind, found["name"])
+    answer = RedirectResponse(home, status_code=303)
+    secure = request.url.scheme == "https"
+    answer.headers.append("set-cookie", set_cookie_header(cookie_name(kind, secure), session_id,
+                                                          path=cookie_path(kind, secure), secure=secure))
+    return answer
+
+
+def _sign_out(sessions: Sessions, request: Request, csrf: str, *, panel: bool) -> Response:
+    """End the session (when the form carries its CSRF token and comes from this origin) and
+    clear its cookie either way."""
+    kind, home = ("operator", "/admin") if panel else ("owner", "/")
+    secure = request.url.scheme == "https"
+    cookie = cookie_name(kind, secure)
+    session = _session_of(sessions, request, kind)
+    if session is not None and csrf_matches(csrf, session.csrf) and same_origin(request.headers.get("origin"),
+                                                                                request.headers.get("host")):
+        sessions.close(cookies_of(request.headers).get(cookie))
+    answer = RedirectResponse(home, status_code=303)
+    answer.headers.append("set-cookie", set_cookie_header(cookie, "", path=cookie_path(kind, secure),
+                                                          clear=True, secure=secure))
+    return answer
+
+
+def _add_pages_for(routes: APIRouter, store: Store, sessions: Sessions, kind: str, home: str, record_page: str,
+                   forms: str, views: tuple[str, str]) -> None:
+    """The routes of one kind of visitor (owner or operator): a home page, a record's page,
+    sign-in and sign-out."""
+    panel = kind == "operator"
+
+    def home_page(request: Request):
+        session = _session_of(sessions, request, kind)
+        if session is None:
+            return sign_in_page(request, panel=panel)
+        return render(request, view=views[0], session=session, body='<div id="app"></div>')
+
+    def one_record(raw_id: str, request: Request):
+        session = _session_of(sessions, request, kind)
+        if session is None:
+            return RedirectResponse(home, status_code=303)
+        record = inputs.record_id(raw_id) or 0  # no record has id 0: the API answers the page 404
+        return render(request, view=views[1], session=session, body='<div id="app"></div>',
+                      data={"record": record})
+
+    def start(request: Request, token: str = Form(default="", max_length=500)):
+        return _sign_in(store, sessions, request, token, panel=panel)
+
+    def end(request: Request, csrf: str = Form(default="", max_length=200)):
+        return _sign_out(sessions, request, csrf, panel=panel)
+
+    routes.add_api_route(home, home_page, methods=["GET"], response_class=HTMLResponse)
+    routes.add_api_route(record_page + "/{raw_id}", one_record, methods=["GET"], response_class=HTMLResponse)
+    routes.add_api_route(forms, start, methods=["POST"])
+    routes.add_api_route(forms + "/end", end, methods=["POST"])

@@ -1,4 +1,4 @@
-"""The owner's records over HTTP (service.md): upload, the list, a record's card, its edit, its
+"""The owner's records over HTTP (docs/api.md): upload, the list, a record's card, its edit, its
 text, the original recording for a player (with HTTP Range support) and deletion for good.
 
 Every address needs the owner's token (`web.auth`); another owner's record is answered exactly
@@ -22,9 +22,9 @@ from service.config import Settings
 from service.intake import IntakeError
 from web.auth import enabled_owner
 from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
-from web.errors import NOT_FOUND, ApiError
+from web.errors import NOT_FOUND, ApiError, refusal
 from web.parsing import bearer_token, idempotency_key, record_id
-from web.uploads import accept_upload
+from web.uploads import spool_and_accept
 
 
 # what the form takes in at most; the prompt's own limit (800) is checked at intake, which says
@@ -35,13 +35,24 @@ MAX_PROMPT_FIELD = 100_000
 def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
     """The /records addresses; `owner` is the dependency naming the caller (`web.auth`)."""
     routes = APIRouter(tags=["records"])
-    Owner = Annotated[dict, Depends(owner)]
+    _add_intake(routes, store, settings, owner)
+    _add_cards(routes, store, owner)
+    _add_contents(routes, store, owner)
+    _add_deletion(routes, store, owner)
+    return routes
 
-    def own_card(raw_id: str, who: dict) -> dict:
-        row = store.card_row(record_id(raw_id), who["id"])
-        if row is None:
-            raise ApiError(404, *NOT_FOUND)
-        return card(row)
+
+def _own_card(store: Store, raw_id: str, who: dict) -> dict:
+    """The card of the caller's record `raw_id`; 404 for a record that is not the caller's."""
+    row = store.card_row(record_id(raw_id), who["id"])
+    if row is None:
+        raise ApiError(404, *NOT_FOUND)
+    return card(row)
+
+
+def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Callable[..., dict]) -> None:
+    """`POST /records`: a recording in, through `service.intake` like any other way in."""
+    Owner = Annotated[dict, Depends(owner)]
 
     @routes.post("/records", status_code=201, responses={
         200: {"description": "a repeat of an earlier upload with the same `Idempotency-Key`: its record"},
@@ -58,15 +69,20 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         record (200, `Idempotent-Replayed: true`), never a second one."""
         key = idempotency_key(request)
         try:
-            record, new = accept_upload(store, settings, file, owner_id=who["id"], title=title, language=language,
-                                        prompt=prompt, key=key, speakers=speakers)
+            record, new = spool_and_accept(store, settings, file, owner_id=who["id"], key=key, title=title,
+                                           language=language, prompt=prompt, speakers=speakers)
         except IntakeError as error:
-            raise ApiError(error.status, error.code, str(error), **error.details) from None
+            raise refusal(error) from None
         addresses = links(record)
         headers = {"Location": addresses["self"]} if new else {"Location": addresses["self"],
                                                                "Idempotent-Replayed": "true"}
         return JSONResponse({"id": record, "card": addresses["self"], "text": addresses["text"]},
                             status_code=201 if new else 200, headers=headers)
+
+
+def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> None:
+    """The caller's list of cards, one card, and the owner's edit of a card."""
+    Owner = Annotated[dict, Depends(owner)]
 
     @routes.get("/records")
     def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),
@@ -84,7 +100,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         """The card: stage reached, halt flag with its reason, attempts, pause, progress, links."""
         token, found_id = bearer_token(request), inputs.record_id(raw_id)
         if token is None or found_id is None:
-            return own_card(raw_id, owner(request))  # refused as any other request is
+            return _own_card(store, raw_id, owner(request))  # refused as any other request is
         # the owner and the card in one round trip; the token is checked by the same statement
         who, row = store.owner_and_card_row(token, found_id)
         enabled_owner(who)
@@ -101,7 +117,12 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             raise ApiError(404, *NOT_FOUND)
         if changes.speakers and not store.name_speakers(record_id(raw_id), who["id"], changes.speakers):
             raise ApiError(404, *NOT_FOUND)
-        return own_card(raw_id, who)
+        return _own_card(store, raw_id, who)
+
+
+def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> None:
+    """What a record holds: its text once done, and the original recording for a player."""
+    Owner = Annotated[dict, Depends(owner)]
 
     @routes.get("/records/{raw_id}/text")
     def text(raw_id: str, who: Owner, format: str = Query(default="txt", pattern="^(" + "|".join(FORMATS) + ")$")):
@@ -110,7 +131,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         if row is None:
             raise ApiError(404, *NOT_FOUND)
         if row["stage"] != "done":
-            halt = own_card(raw_id, who)["halt"]
+            halt = _own_card(store, raw_id, who)["halt"]
             raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
                            stage=row["stage"], halt=halt)
         body = render_record(format, row)
@@ -131,25 +152,36 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             raise ApiError(410, "audio_expired", "the original audio was deleted by the service's retention "
                            "(TRANSCRIBER_AUDIO_RETENTION_DAYS); the record and its text stay",
                            expired_at=found["audio_expired_at"].isoformat())
-        size = found["size_bytes"]
-        stored = found["media_type"]
-        kind = stored if stored != GENERIC else media_type(bytes(found["head"] or b""), found["source_name"])
-        tag = f'"audio-{found["blob_id"]}-{size}"'
-        headers = {"Accept-Ranges": "bytes", "ETag": tag, "Cache-Control": "private, no-cache",
-                   "Content-Disposition": "inline; filename*=UTF-8''" + quote(found["source_name"] or "audio")}
-        if_range = request.headers.get("if-range")
-        try:
-            wanted = byte_range(request.headers.get("range"), size) if if_range in (None, tag) else None
-        except Unsatisfiable:
-            return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
-        first, last = wanted if wanted is not None else (0, size - 1)
-        length = last - first + 1
-        body = first_bytes(store.read_blob(found["blob_id"], start_byte=first), length)
-        headers["Content-Length"] = str(length)
-        if wanted is None:
-            return StreamingResponse(body, media_type=kind, headers=headers)
-        headers["Content-Range"] = f"bytes {first}-{last}/{size}"
-        return StreamingResponse(body, status_code=206, media_type=kind, headers=headers)
+        return _audio_response(store, found, request)
+
+
+def _audio_response(store: Store, found: dict, request: Request) -> Response:
+    """The stored original `found`, whole or the one byte range the request asks for (`If-Range`
+    with another tag than this file's asks for the whole file)."""
+    size = found["size_bytes"]
+    stored = found["media_type"]
+    kind = stored if stored != GENERIC else media_type(bytes(found["head"] or b""), found["source_name"])
+    tag = f'"audio-{found["blob_id"]}-{size}"'
+    headers = {"Accept-Ranges": "bytes", "ETag": tag, "Cache-Control": "private, no-cache",
+               "Content-Disposition": "inline; filename*=UTF-8''" + quote(found["source_name"] or "audio")}
+    if_range = request.headers.get("if-range")
+    try:
+        wanted = byte_range(request.headers.get("range"), size) if if_range in (None, tag) else None
+    except Unsatisfiable:
+        return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
+    first, last = wanted if wanted is not None else (0, size - 1)
+    length = last - first + 1
+    body = first_bytes(store.read_blob(found["blob_id"], start_byte=first), length)
+    headers["Content-Length"] = str(length)
+    if wanted is None:
+        return StreamingResponse(body, media_type=kind, headers=headers)
+    headers["Content-Range"] = f"bytes {first}-{last}/{size}"
+    return StreamingResponse(body, status_code=206, media_type=kind, headers=headers)
+
+
+def _add_deletion(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> None:
+    """The owner's deletion of a record for good."""
+    Owner = Annotated[dict, Depends(owner)]
 
     @routes.delete("/records/{raw_id}", status_code=204, response_class=Response,
                    responses={204: {"description": "deleted for good"}, 404: {"description": "no such record"}})
@@ -159,5 +191,3 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         if store.delete_record(record_id(raw_id), who["id"], by=who["name"], role="owner") is None:
             raise ApiError(404, *NOT_FOUND)
         return Response(status_code=204)
-
-    return routes

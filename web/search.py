@@ -1,4 +1,4 @@
-"""The owner's full-text search over HTTP (issue 18): `GET /search`. The owner's own words only;
+"""The owner's full-text search over HTTP: `GET /search`. The owner's own words only;
 the operator's panel has no such address (operators never see transcript text)."""
 
 from datetime import date
@@ -12,7 +12,7 @@ from domain.search import MAX_QUERY_CHARS
 from domain.stages import Stage
 from service import inputs
 from service.search import QueryProblem, hits
-from web.errors import ApiError
+from web.errors import ApiError, refusal
 
 MAX_PAGE = 100
 
@@ -49,7 +49,7 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
                                           stage=stage.value if stage else None, topic=topic, since=from_,
                                           until=to, speaker=speaker)
         except QueryProblem as problem:
-            raise ApiError(422, "bad_query", str(problem)) from None
+            raise refusal(problem) from None
         following = offset + len(items)
         next_page = None
         if following < total:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from audio.decode import SAMPLE_RATE
+from domain.errors import TranscriberError
 
 MODEL = Path(__file__).with_name("campplus.onnx")
 MODEL_SHA256 = "a4c5cf5ecb0a86efad55495697ce16a2a6344e4a3d7a481bfc75958a8dc1cb18"
@@ -27,7 +28,7 @@ FRAMES_PER_SECOND = 100  # a 10 ms frame shift
 DIMENSIONS = 192
 
 
-class SpeakerModelError(RuntimeError):
+class SpeakerModelError(TranscriberError, code="speaker_model_unusable"):
     """The shipped embedding model is missing or is not the file this code was written for."""
 
 
