@@ -9,8 +9,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from domain.errors import TranscriberError
 
-class ConfigError(ValueError):
+
+class ConfigError(TranscriberError, ValueError, code="bad_configuration"):
     """A configuration value that cannot be used; the message names the variable."""
 
     def __init__(self, variable: str, problem: str):
