@@ -14,7 +14,6 @@ from test_layers import LAYERS
 ROOT_ERROR = "TranscriberError"
 # what the exceptions of the frameworks the service builds on are called where a class derives from them
 FOREIGN_EXCEPTIONS = {"HTTPException"}
-# `service/config.py` is being rewritten on its own; its ConfigError joins the root there
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
 
