@@ -1,8 +1,8 @@
-"""Loaded into a `dramatiq actors` worker process by the diarize crash test (issue 19): once the
-diarize step of this process saved its first window's embeddings (a real checkpoint, under its
-claim), the worker holds there, as if busy on its next window, until the test kills it. The
-audio, the embeddings and the checkpoint are real; only the moment of the crash is pinned, so
-the test never races the step to its end."""
+"""Loaded into a `dramatiq actors` worker process by the diarize crash test
+(tests/test_diarize_step.py): once the diarize step of this process saved its first window's
+embeddings (a real checkpoint, under its claim), the worker holds there, as if busy on its next
+window, until the test kills it. The audio, the embeddings and the checkpoint are real; only the
+moment of the crash is pinned, so the test never races the step to its end."""
 from __future__ import annotations
 
 import time

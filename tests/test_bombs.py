@@ -1,4 +1,4 @@
-"""Decompression bombs (issue 8 §1.3): a few kB that would expand to hours of audio. Intake
+"""Decompression bombs: a few kB that would expand to hours of audio. Intake
 refuses a declared duration over TRANSCRIBER_MAX_AUDIO_SECONDS (413) and absurd stream
 parameters (415), storing nothing; conversion stops at the cap and halts with `audio_too_long`
 when the declaration lied. Every file here is real, written by PyAV (or the stdlib's wave)."""
@@ -65,7 +65,7 @@ def stored(db) -> tuple[int, int]:
 
 
 def test_probe_and_decoder_refuse_bombs(tmp_path):
-    """Issue 8 §1.3: a 7 kB WAV at 1 Hz (two hours at 16 kHz) and a 200-channel WAV are refused
+    """A 7 kB WAV at 1 Hz (two hours at 16 kHz) and a 200-channel WAV are refused
     before decoding; a declared duration over the cap is refused; a sane 6-channel 48 kHz file
     passes."""
     one_hz = silence(tmp_path / "bomb.wav", 7000, fmt="wav", codec="pcm_s16le", rate=1)
@@ -86,7 +86,7 @@ def test_probe_and_decoder_refuse_bombs(tmp_path):
 
 
 def test_decoding_stops_at_the_cap_whatever_was_declared(tmp_path):
-    """Issue 8 §1.3: a FLAC that declares 1 s and holds 120 s passes the probe, but decoding
+    """A FLAC that declares 1 s and holds 120 s passes the probe, but decoding
     hands on no more than the cap and then stops with TooLong."""
     liar = lying_flac(tmp_path / "liar.flac", 120, declared=1)
     assert probe(liar, max_seconds=60) == pytest.approx(1)
@@ -100,7 +100,7 @@ def test_decoding_stops_at_the_cap_whatever_was_declared(tmp_path):
 
 
 def test_http_intake_refuses_bombs_and_stores_nothing(make_api, tmp_path, db):  # noqa: F811
-    """Issue 8 §1.3 over HTTP: a declared duration over TRANSCRIBER_MAX_AUDIO_SECONDS is 413
+    """Over HTTP: a declared duration over TRANSCRIBER_MAX_AUDIO_SECONDS is 413
     audio_too_long, a 1 Hz WAV and a 200-channel WAV are 415 unsupported_audio, each with
     `{error, message}` naming the problem; nothing is stored. Within the cap it is accepted."""
     api = make_api(max_audio_seconds=60)
@@ -119,7 +119,7 @@ def test_http_intake_refuses_bombs_and_stores_nothing(make_api, tmp_path, db):  
 
 
 def test_cli_intake_refuses_bombs_in_one_line(store, owner, env, tmp_path, db):
-    """Issue 8 §1.3 from the command line: `transcriber submit` of a file over the cap or of a
+    """From the command line: `transcriber submit` of a file over the cap or of a
     1 Hz WAV prints one line naming the problem and exits non-zero; nothing is stored."""
     cli_env = {**env, "TRANSCRIBER_MAX_AUDIO_SECONDS": "60"}
     for path, words in ((silence(tmp_path / "long.flac", 120), "TRANSCRIBER_MAX_AUDIO_SECONDS"),
@@ -134,7 +134,7 @@ def test_cli_intake_refuses_bombs_in_one_line(store, owner, env, tmp_path, db):
 
 @pytest.mark.parametrize("declared", [1, None], ids=["declares-1s", "declares-nothing"])
 def test_conversion_halts_audio_too_long_when_the_declaration_lied(store, owner, tmp_path, db, declared):
-    """Issue 8 §1.3, INV-1: a file whose header lies about its length (or states none) is
+    """INV-1: a file whose header lies about its length (or states none) is
     accepted, and its conversion stops at the cap and halts the record with audio_too_long at
     once (no attempts burnt); no converted audio is left behind."""
     from service.intake import accept_file

@@ -1,5 +1,5 @@
-"""Issue 19 §"A diarize step, durable like the others" and §Outputs/§Names: who spoke when as a
-step of the pipeline, on real PostgreSQL and real recorded speech. Skipped, saying so, where the
+"""Who spoke when as a step of the pipeline, durable like the others, its outputs and the
+speakers' names, on real PostgreSQL and real recorded speech. Skipped, saying so, where the
 `speakers` extra is not installed."""
 from __future__ import annotations
 
@@ -85,8 +85,9 @@ def _done_cheaply(store, owner, path, the_settings, monkeypatch) -> int:
 
 
 def test_done_first_then_speakers_and_every_format_labels_them(store, owner, conversation):
-    """Issue 19 (diarize step, outputs): the record reaches done with its text readable while
-    speakers are pending; the diarize step then finds two speakers, and srt/vtt/txt/json label them."""
+    """Speakers come after done and label every format: the record reaches done with its text
+    readable while speakers are pending; the diarize step then finds two speakers, and
+    srt/vtt/txt/json label them."""
     on = settings(diarize="auto")
     record = _done(store, owner, conversation, on)
     shown = card(store.card_row(record))
@@ -109,7 +110,7 @@ def test_done_first_then_speakers_and_every_format_labels_them(store, owner, con
 
 
 def test_a_run_stopped_after_a_window_goes_on_from_its_checkpoint(store, owner, long_conversation, monkeypatch):
-    """Issue 19 (checkpointed for long recordings): a diarize run whose worker stops right after
+    """Diarization is checkpointed for long recordings: a diarize run whose worker stops right after
     its first window gives its claim back with that window's embeddings saved; the next run
     goes on from there (no window embedded twice) and finds both speakers."""
     on = settings(diarize="auto")
@@ -138,8 +139,8 @@ def _diarize_journal(store, record, kind) -> list[dict]:
 
 
 def test_a_worker_killed_during_diarization_loses_nothing(store, long_conversation, env, tmp_path, monkeypatch):
-    """Issue 19 Tests ("killing the worker during diarization loses nothing and the record
-    completes"), with real processes: a `dramatiq actors` worker is killed with SIGKILL (its whole
+    """Killing the worker during diarization loses nothing and the record completes, with real
+    processes: a `dramatiq actors` worker is killed with SIGKILL (its whole
     process group) after its diarize run saved the first window's embeddings. While it is dead
     the record is done and its text served. A second worker, starting on this machine, sees the
     claim's holder has ended and takes the speakers row over at once (journaled `holder_gone`; its
@@ -202,8 +203,8 @@ def _speakers_settled(app, record, auth) -> bool:
 
 
 def test_the_owner_names_speakers_and_every_text_shows_the_names(store, conversation):
-    """Issue 19 §Names: PATCH /records/{id} {"speakers": {"S1": "Alice"}} renames S1 in
-    srt, vtt, txt and json; the pipeline never writes the names; a bad label is refused."""
+    """Speakers are named by their owner: PATCH /records/{id} {"speakers": {"S1": "Alice"}} renames
+    S1 in srt, vtt, txt and json; the pipeline never writes the names; a bad label is refused."""
     on = settings(diarize="auto")
     token = store.add_owner("alice")
     who = store.owner_by_name("alice")
@@ -236,7 +237,7 @@ def test_the_owner_names_speakers_and_every_text_shows_the_names(store, conversa
 
 
 def test_a_stale_diarize_holder_cannot_save(store, owner):
-    """Issue 19 (fenced like the others): a diarize holder whose lease ran out and was claimed
+    """P3, for the diarize step too: a diarize holder whose lease ran out and was claimed
     again has its save refused and journaled; the new holder's save stands."""
     on = settings(diarize="auto")
     record = _done(store, owner, TALKER, on)
@@ -254,7 +255,7 @@ def test_a_stale_diarize_holder_cannot_save(store, owner):
 
 
 def test_check_judges_the_speakers_rows(store, owner):
-    """Issue 19 (`transcriber check` knows the side queue): sound after speakers are saved; a
+    """`transcriber check` knows the speakers rows (INV-1): sound after speakers are saved; a
     speakers row holding a token without a lease is reported, naming its record."""
     from db.check import Facts
     from domain.invariants import check
@@ -273,9 +274,9 @@ def test_check_judges_the_speakers_rows(store, owner):
 
 
 def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypatch):
-    """Issue 19 (fails for good): after its attempts the speakers row is halted with the reason
-    and error on the card, while the record stays done and its text is served; `resume` returns
-    the row to work."""
+    """P4/P5 for the diarize step, without harm to the text: after its attempts the speakers row is
+    halted with the reason and error on the card, while the record stays done and its text is
+    served; `resume` returns the row to work."""
     import actors.diarizing
 
     on = settings(diarize="auto", max_attempts=2, backoff_seconds=0)
@@ -305,8 +306,9 @@ def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypat
 
 
 def test_speakers_off_queues_nothing(store, owner, hears_word_a_second):
-    """Issue 19 (configurable): an upload with speakers=off, and any upload under
-    TRANSCRIBER_DIARIZE=off, reaches done with no diarize work and the card says off."""
+    """Speakers can be turned off per upload and for the service: an upload with speakers=off, and
+    any upload under TRANSCRIBER_DIARIZE=off, reaches done with no diarize work and the card says
+    off."""
     hears_word_a_second()  # the words do not matter here, only what is queued after them
     asked_off = _done(store, owner, TALKER, settings(diarize="auto"), speakers_asked="off")
     service_off = _done(store, owner, TALKER, settings(diarize="off"))
@@ -317,7 +319,7 @@ def test_speakers_off_queues_nothing(store, owner, hears_word_a_second):
 
 
 def test_transcribe_with_a_number_of_speakers_prints_their_labels(env, conversation):
-    """Issue 19 (`transcribe --speakers`): the local pipeline runs the diarize actor too, and
+    """`transcribe --speakers`: the local pipeline runs the diarize actor too, and
     the text printed carries the speakers' labels."""
     env = {**env, "TRANSCRIBER_DIARIZE": "auto"}
     started = time.monotonic()
@@ -329,8 +331,8 @@ def test_transcribe_with_a_number_of_speakers_prints_their_labels(env, conversat
 
 
 def test_the_openai_answer_waits_for_speakers_asked_for(store, conversation):
-    """Issue 19 (OpenAI `verbose_json` too): `speakers=2` on the OpenAI-compatible address makes
-    the answer wait for the speakers, and its segments and words carry them."""
+    """The OpenAI `verbose_json` answer carries speakers too: `speakers=2` on the OpenAI-compatible
+    address makes the answer wait for the speakers, and its segments and words carry them."""
     from web.app import create_app
 
     on = settings(diarize="auto")

@@ -1,4 +1,4 @@
-"""Issue 15 §5: language per record. With a multilingual model the detected language and how
+"""Language per record. With a multilingual model the detected language and how
 sure the detection was are on the card and in the JSON text; an owner may set `language` per
 upload (`POST /records`, `submit --language`, the OpenAI `language` field), which wins over
 TRANSCRIBER_LANGUAGE; an unknown code is refused (422 on `POST /records`), nothing stored."""
@@ -29,7 +29,7 @@ def base(tmp_path):
 
 
 def test_the_detected_language_and_its_probability_are_on_the_card_and_in_the_json(base, store, owner, tmp_path):
-    """Issue 15 §5: base detects Russian speech; the card and the JSON text both give `ru` and
+    """Base detects Russian speech; the card and the JSON text both give `ru` and
     the detection's probability (a number in (0, 1], the same in both)."""
     the_settings = settings(whisper_model="base", home=tmp_path / "home", language="auto")
     record_id = accept_file(store, the_settings, RUSSIAN, owner_id=owner["id"])
@@ -42,7 +42,7 @@ def test_the_detected_language_and_its_probability_are_on_the_card_and_in_the_js
 
 
 def test_the_owners_language_wins_over_the_service_default(base, store, owner, tmp_path):
-    """Issue 15 §5: with TRANSCRIBER_LANGUAGE=ru, English speech uploaded with language `en` is
+    """With TRANSCRIBER_LANGUAGE=ru, English speech uploaded with language `en` is
     recognised as English (told, so no detection probability), and with `auto` the language is
     detected (English, with its probability)."""
     the_settings = settings(whisper_model="base", home=tmp_path / "home", language="ru")
@@ -59,7 +59,7 @@ def test_the_owners_language_wins_over_the_service_default(base, store, owner, t
 
 def test_language_is_taken_per_upload_and_an_unknown_code_is_refused(make_api, store, tmp_path, database_url,  # noqa: F811
                                                                      monkeypatch, capsys):
-    """Issue 15 §5: `POST /records` with `language` puts it on the card; `xx` is 422
+    """`POST /records` with `language` puts it on the card; `xx` is 422
     `bad_language`; `transcriber submit --language xx` is refused with exit status 2; nothing
     is stored for either refusal."""
     from transcriber.cli import main

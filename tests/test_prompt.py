@@ -1,4 +1,4 @@
-"""Issue 15 §3: the owner's words help. An optional `prompt` (names, jargon, context; at most
+"""The owner's words help. An optional `prompt` (names, jargon, context; at most
 800 characters) given with an upload, by `POST /records`, `transcriber submit --prompt`,
 `transcriber transcribe --prompt` or the OpenAI-compatible endpoint's `prompt`, is an owner
 field of the card and goes to the recognizer with every window; it never puts words on silence."""
@@ -29,7 +29,7 @@ def silence(path, seconds: float = 10.0):
 
 
 def test_the_prompt_is_an_owner_field_of_the_card_and_too_long_is_refused(make_api, store, tmp_path):  # noqa: F811
-    """Issue 15 §3: `POST /records` with `prompt` shows it on the card; over 800 characters is
+    """`POST /records` with `prompt` shows it on the card; over 800 characters is
     422 `bad_prompt` saying the limit, nothing stored; the OpenAI-compatible endpoint takes its
     own `prompt` field the same way (400 `bad_prompt`, param `prompt`, in OpenAI's shape)."""
     api = make_api(sync_wait_seconds=0)
@@ -59,7 +59,7 @@ def test_the_prompt_is_an_owner_field_of_the_card_and_too_long_is_refused(make_a
 
 
 def test_the_prompt_goes_with_every_window(store, owner, tmp_path):
-    """Issue 15 §3: a 40 s recording (two windows) recognised by a remote engine: each window's
+    """A 40 s recording (two windows) recognised by a remote engine: each window's
     request carries the owner's prompt, the same each time (never the previous window's text)."""
     from service.intake import accept_file
 
@@ -78,7 +78,7 @@ def test_the_prompt_goes_with_every_window(store, owner, tmp_path):
 
 
 def test_the_cli_takes_a_prompt(store, owner, tmp_path, monkeypatch, database_url, capsys, hears_word_a_second):
-    """Issue 15 §3: `transcriber submit --prompt` and `transcriber transcribe --prompt` store the
+    """`transcriber submit --prompt` and `transcriber transcribe --prompt` store the
     owner's prompt on the card; a prompt over 800 characters is refused with a clear line and
     exit status 2, nothing stored."""
     from domain.card import card
@@ -100,7 +100,7 @@ def test_the_cli_takes_a_prompt(store, owner, tmp_path, monkeypatch, database_ur
 
 @pytest.mark.parametrize("model", ["tiny.en", "base"])
 def test_a_prompt_never_puts_words_on_silence(model, store, owner, tmp_path):
-    """Issue 15 §3 (and §2's silence test): 10 s of silence with the prompt "Montreal Forced
+    """A prompt never puts words on silence: 10 s of silence with the prompt "Montreal Forced
     Aligner" gives no words, with each model."""
     from service.intake import accept_file
 

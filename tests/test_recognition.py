@@ -45,9 +45,9 @@ def saved_windows(store, record_id) -> list[dict]:
 # --- windows ---------------------------------------------------------------------------------
 
 def test_windows_are_bounded_cut_where_quiet_and_the_same_from_a_checkpoint():
-    """Issue 7.4: no window exceeds 30 s; each cut lands in a pause of the speech; cutting the
-    rest of the audio from any window boundary gives exactly the windows an uninterrupted pass
-    gives (what makes a resumed recognition equal to an uninterrupted one)."""
+    """Recognition in windows: no window exceeds 30 s; each cut lands in a pause of the speech;
+    cutting the rest of the audio from any window boundary gives exactly the windows an
+    uninterrupted pass gives (what makes a resumed recognition equal to an uninterrupted one)."""
     pcm = speech_pcm() * 9  # ~88 s of real speech
     pieces = [pcm[i:i + 12345 * 2] for i in range(0, len(pcm), 12345 * 2)]  # odd piece sizes
     whole = list(windows(pieces))
@@ -70,8 +70,8 @@ def test_windows_are_bounded_cut_where_quiet_and_the_same_from_a_checkpoint():
 
 @pytest.mark.parametrize("engine_name", ["faster-whisper", "pocketsphinx"])
 def test_same_audio_same_text_whatever_was_decoded_before(engine_name):
-    """Issue 7.3 / 8 §1.1: the same window gives the same segments whatever the recognizer
-    process decoded before it — one recording never influences another's text."""
+    """Recordings are isolated from each other: the same window gives the same segments whatever the
+    recognizer process decoded before it — one recording never influences another's text."""
     recognizer = engine(settings(engine=engine_name))
     first = speech_pcm()[:BYTES_PER_SECOND * 5]  # five seconds of speech: words enough, at half the CPU
     louder_noisy = (np.frombuffer(speech_pcm(), dtype=np.int16).astype(np.int32) * 3
@@ -91,10 +91,10 @@ def test_same_audio_same_text_whatever_was_decoded_before(engine_name):
 # --- checkpoints ---------------------------------------------------------------------------------
 
 def test_checkpoints_window_by_window(store, owner, tmp_path, hears_word_a_second):
-    """Issue 7.4: each window's segments are saved under the claim as a `checkpoint` event with
-    the seconds done; windows are contiguous, none recognised twice; the text is every
-    segment in order and segment times lie within the recording. The subject is the windows,
-    not the words: they are a stand-in's (a word a second), the windows and times real."""
+    """Checkpointed recognition: each window's segments are saved under the claim as a `checkpoint`
+    event with the seconds done; windows are contiguous, none recognised twice; the text is every
+    segment in order and segment times lie within the recording. The subject is the windows, not the
+    words: they are a stand-in's (a word a second), the windows and times real."""
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=7))  # ~69 s
     s = settings()
     hears_word_a_second()
@@ -138,10 +138,10 @@ while True:
 
 
 def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path, env, hears_word_a_second):
-    """Issue 7.4, issue 16 §1: a worker process killed mid-file (SIGKILL of its process group)
-    leaves its checkpoints; the next worker takes the record over once the lease ran out and goes
-    on from the last checkpoint: no window recognised twice (each stored once, by the claim that
-    recognised it), the text is assembled once at done from both claims' windows and equals an
+    """Resume from the last checkpoint: a worker process killed mid-file (SIGKILL of its process
+    group) leaves its checkpoints; the next worker takes the record over once the lease ran out and
+    goes on from the last checkpoint: no window recognised twice (each stored once, by the claim
+    that recognised it), the text is assembled once at done from both claims' windows and equals an
     uninterrupted run's, and neither record keeps its converted audio. The first worker is killed
     once its first window is saved, busy on the second (`window_hook`); the words are a stand-in's
     (what a real model writes after a resume is test_same_audio_same_text_whatever_was_decoded_before's)."""
@@ -182,7 +182,7 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
 
 
 def test_card_progress_advances_window_by_window(store, owner, tmp_path):
-    """Issue 7.4: between runs the card shows how far recognition's checkpoints got."""
+    """Progress between runs: the card shows how far recognition's checkpoints got."""
     from domain.card import card
 
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=7))
@@ -197,7 +197,7 @@ def test_card_progress_advances_window_by_window(store, owner, tmp_path):
 
 
 def test_checkpoint_that_misses_the_last_one_is_refused_as_a_failure(store, owner):
-    """Issue 8 (known defect), P3/P4: a checkpoint whose window does not start at the record's
+    """P3/P4, against a defect once found: a checkpoint whose window does not start at the record's
     last checkpoint is refused even though the claim is still the writer's own; that is not a
     lost claim (the journal has no save_refused), it raises CheckpointRefused naming both
     positions, and nothing is written."""
@@ -218,11 +218,11 @@ def test_checkpoint_that_misses_the_last_one_is_refused_as_a_failure(store, owne
 
 
 def test_refused_checkpoint_ends_halted_not_claimed_forever(store, owner, tmp_path, monkeypatch, hears_word_a_second):
-    """Issue 8 (known defect), P4: a recognition whose checkpoints are refused while its claim is
-    live (here a window start that is off by a second, as a windowing bug would give) counts a
-    failed attempt per run with a clear error, and halts with attempts_exhausted; before, each
-    run ended as a lost claim and the record was claimed again forever. The words are a
-    stand-in's: the subject is the checkpoint."""
+    """P4, against a defect once found: a recognition whose checkpoints are refused while its claim
+    is live (here a window start that is off by a second, as a windowing bug would give) counts a
+    failed attempt per run with a clear error, and halts with attempts_exhausted; before, each run
+    ended as a lost claim and the record was claimed again forever. The words are a stand-in's: the
+    subject is the checkpoint."""
     import actors.steps
 
     real_windows = actors.steps.windows
@@ -248,9 +248,9 @@ def test_refused_checkpoint_ends_halted_not_claimed_forever(store, owner, tmp_pa
 # --- the recognizer process: deadlines, replacement ----------------------------------------------
 
 def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):
-    """Issue 8 §1.2: a recognizer child that stops answering (SIGSTOP) is killed at its
-    deadline, the run counts as a failed attempt with the reason, the worker thread comes back,
-    and the next run gets a new child and finishes the record."""
+    """A hung recognizer costs one attempt: a recognizer child that stops answering (SIGSTOP) is
+    killed at its deadline, the run counts as a failed attempt with the reason, the worker thread
+    comes back, and the next run gets a new child and finishes the record."""
     record_id = accept(store, owner, encode(tmp_path / "speech.flac", "flac"))
     s = settings(engine="pocketsphinx", recognizer_timeout_seconds=30, backoff_seconds=0)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
@@ -272,8 +272,8 @@ def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):
 
 
 def test_a_dead_recognizer_is_replaced_before_the_next_window():
-    """Issue 8 §1.2: a child killed between recordings is never handed the next one: the next
-    call starts a new child instead of failing at once."""
+    """A dead recognizer is replaced: a child killed between recordings is never handed the next
+    one: the next call starts a new child instead of failing at once."""
     recognizer = engine(settings(engine="pocketsphinx"))
     recognizer.recognize(speech_pcm()[:BYTES_PER_SECOND * 2], "en")
     child = psutil.Process(recognizer.pid)
@@ -286,9 +286,9 @@ def test_a_dead_recognizer_is_replaced_before_the_next_window():
 
 
 def test_a_recognizer_killed_while_idle_gives_way_in_the_same_call():
-    """Issue 8 §1.2: a child killed while it waits between recordings, and handed the next one
-    as soon as it shows as ended, before its threads are all gone and poll() says so, costs no
-    failed attempt: the call starts a new child and answers (it once failed the run)."""
+    """A dead recognizer is replaced: a child killed while it waits between recordings, and handed
+    the next one as soon as it shows as ended, before its threads are all gone and poll() says so,
+    costs no failed attempt: the call starts a new child and answers (it once failed the run)."""
     recognizer = engine(settings())  # a model's child has several threads
     recognizer.recognize(speech_pcm()[:BYTES_PER_SECOND * 2], "en")
     killed = psutil.Process(recognizer.pid)
@@ -302,8 +302,8 @@ def test_a_recognizer_killed_while_idle_gives_way_in_the_same_call():
 # --- languages and models ------------------------------------------------------------------------
 
 def test_russian_speech_comes_out_in_cyrillic_with_the_multilingual_model(store, owner, tmp_path):
-    """Issue 7.2: with the multilingual model and language auto, Russian speech is detected as
-    ru and transcribed in Cyrillic; the card shows the language detected."""
+    """Language detection: with the multilingual model and language auto, Russian speech is detected
+    as ru and transcribed in Cyrillic; the card shows the language detected."""
     from domain.card import card
 
     s = settings(whisper_model="base", home=tmp_path / "home")
@@ -317,7 +317,7 @@ def test_russian_speech_comes_out_in_cyrillic_with_the_multilingual_model(store,
 
 
 def test_language_asked_for_at_intake_is_used(store, owner, tmp_path):
-    """Issue 7.2: a record's own language (asked for at upload) wins over the default."""
+    """A record's own language (asked for at upload) wins over the default."""
     s = settings(whisper_model="base", home=tmp_path / "home", language="auto")
     record_id = accept(store, owner, RUSSIAN, language="en")
     work_until_idle(store, s)
@@ -333,7 +333,7 @@ def test_language_asked_for_at_intake_is_used(store, owner, tmp_path):
     ("ENGINE", "whisper.cpp", "unknown engine"),
 ])
 def test_bad_engine_settings_fail_naming_the_variable(variable, value, words):
-    """Issue 7.1/7.2: an unknown language, device or engine fails at start naming the variable."""
+    """An unknown language, device or engine fails at start naming the variable."""
     from service import config
 
     with pytest.raises(config.ConfigError) as raised:
@@ -342,8 +342,9 @@ def test_bad_engine_settings_fail_naming_the_variable(variable, value, words):
 
 
 def test_missing_or_corrupt_model_fails_at_start(tmp_path, env):
-    """Issue 7.1: a model directory that does not exist, or bundled weights whose file fails its
-    SHA-256 check, stop the start with one line naming TRANSCRIBER_WHISPER_MODEL."""
+    """Weights are checked before use: a model directory that does not exist, or bundled weights
+    whose file fails its SHA-256 check, stop the start with one line naming
+    TRANSCRIBER_WHISPER_MODEL."""
     from audio import models
 
     run = subprocess.run([sys.executable, "-m", "transcriber.cli", "transcribe", str(encode(tmp_path / "a.wav"))],
@@ -366,7 +367,7 @@ def test_missing_or_corrupt_model_fails_at_start(tmp_path, env):
 
 
 def test_bundled_weights_verify_and_the_split_model_is_joined(tmp_path):
-    """Issue 7.1: the bundled tiny.en verifies in place; the multilingual base, shipped in two
+    """The bundled tiny.en verifies in place; the multilingual base, shipped in two
     parts, is joined once into the cache, and the joined file is rebuilt when damaged."""
     from audio.models import resolve
 
@@ -382,10 +383,11 @@ def test_bundled_weights_verify_and_the_split_model_is_joined(tmp_path):
 
 
 def test_a_model_cache_made_by_another_install_is_mended(tmp_path):
-    """Issue 15 §6: the joined base's cache links its small files to the installed packages. A
-    cache that outlived its install (the virtual environment made again elsewhere, or the cache
-    copied to another machine) holds links to files that are gone or are not this install's:
-    they are pointed at this install's verified files again instead of failing the start."""
+    """A cache from another install does not stop the start: the joined base's cache links its small
+    files to the installed packages. A cache that outlived its install (the virtual environment made
+    again elsewhere, or the cache copied to another machine) holds links to files that are gone or
+    are not this install's: they are pointed at this install's verified files again instead of
+    failing the start."""
     from audio.models import resolve
 
     base = Path(resolve("base", tmp_path))
@@ -404,7 +406,7 @@ def test_a_model_cache_made_by_another_install_is_mended(tmp_path):
 
 
 def test_a_model_cache_that_cannot_be_written_is_one_clear_error(tmp_path):
-    """Issue 15 §6: a model cache that cannot be made (here its parent is a file; a full disk or
+    """A model cache that cannot be made (here its parent is a file; a full disk or
     a read-only home read the same way) fails the model check with the place named, not with a
     traceback."""
     from audio.models import ModelError, resolve
@@ -415,7 +417,7 @@ def test_a_model_cache_that_cannot_be_written_is_one_clear_error(tmp_path):
 
 
 def test_worker_processes_starting_at_once_join_the_model_once_each_whole(tmp_path):
-    """Issue 15 §6: every process that recognises checks its model when it starts, so the worker
+    """Every process that recognises checks its model when it starts, so the worker
     processes of `dramatiq actors --processes N` join the split base into an empty cache at the
     same moment. Each builds its own copy under a private name and renames it into place: every
     one of them starts, and the joined file is whole."""
@@ -467,7 +469,7 @@ def _part_paths(model) -> list[str]:
 
 
 def test_upload_language_is_checked(store, owner, tmp_path):
-    """Issue 7.2: a language the engine cannot do is refused at intake, nothing stored."""
+    """A language the engine cannot do is refused at intake, nothing stored."""
     from service.intake import BadLanguage, accept_file
 
     path = encode(tmp_path / "a.wav")

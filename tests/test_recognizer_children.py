@@ -1,4 +1,4 @@
-"""Issue 15 §4: a recognizer child process and its temporary folder never outlive the worker
+"""A recognizer child process and its temporary folder never outlive the worker
 thread that started them: not when the thread ends, not when the worker shuts down, not when
 the process is stopped by a signal (or killed outright)."""
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _folders(pid: int) -> list[Path]:
 
 
 def test_children_end_with_the_threads_that_started_them():
-    """Issue 15 §4: three threads each get a recognizer child and a window folder; when the
+    """Three threads each get a recognizer child and a window folder; when the
     threads end (nobody calls close), the children and folders are gone."""
     before = (len(recognizer_children(os.getpid())), len(_folders(os.getpid())))
     engine = IsolatedEngine(SPHINX)
@@ -49,7 +49,7 @@ def test_children_end_with_the_threads_that_started_them():
 
 
 def test_a_stopping_worker_ends_its_childrens_lives(store, owner, tmp_path):
-    """Issue 15 §4: the in-process workers of `transcribe`/`up` recognise a record, then stop:
+    """The in-process workers of `transcribe`/`up` recognise a record, then stop:
     their recognizer children and folders are gone once the worker has stopped."""
     from conftest import settings
     from transcriber.local import LocalPipeline
@@ -65,7 +65,7 @@ def test_a_stopping_worker_ends_its_childrens_lives(store, owner, tmp_path):
 
 
 def test_signals_end_the_children_and_their_folders(env, tmp_path):
-    """Issue 15 §4: `transcriber transcribe` stopped by SIGTERM while its recognizer works leaves
+    """`transcriber transcribe` stopped by SIGTERM while its recognizer works leaves
     no child and no folder; killed with SIGKILL, its child dies with it and the folder left is
     swept at the next start."""
     audio = encode(tmp_path / "long.wav", repeat=12)
