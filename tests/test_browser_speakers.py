@@ -1,4 +1,4 @@
-"""Speakers on the record's page (issue 19 §Names, §Tests), in a real Chromium: each speaker's
+"""Speakers on the record's page, in a real Chromium: each speaker's
 label in a colour of its own beside its text, the owner names them in the page (CSRF-protected,
 through `PATCH /records/{id}`) and the name shows at once, then in every download; a record
 without speaker labels says why. The records are made done by the pipeline's own statements and
@@ -30,7 +30,7 @@ COLOUR = "chip => getComputedStyle(chip).borderLeftColor"
 
 
 def test_speakers_are_coloured_named_in_the_page_and_in_every_download(make_api, browser, shots, store):  # noqa: F811
-    """Issue 19 §Names, §Tests: a done record says its speakers are being found, and shows them when
+    """A done record says its speakers are being found, and shows them when
     the diarize step saves them; two speakers show two labels in two colours, each beside its text;
     naming S1 "Alice" in the page shows "Alice" at once (no reload, same colours) and then in the
     srt, vtt, txt and json downloads; a record whose diarization halted says why it has no

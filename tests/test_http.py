@@ -316,7 +316,7 @@ def test_list_is_newest_first_and_paginated(make_api, tmp_path):
 
 
 def test_another_owners_done_text_is_not_found(make_api, tmp_path, store):
-    """Issue 8 §6, P6: the text address of another owner's *done* record answers 404 exactly as
+    """P6: the text address of another owner's *done* record answers 404 exactly as
     a missing record does, in every format, and carries none of the text; its owner gets it."""
     from domain.stages import Step
 

@@ -1,4 +1,4 @@
-"""Cheap observation (issue 17 §5): /metrics reads counts the database keeps as records move,
+"""Cheap observation: /metrics reads counts the database keeps as records move,
 never a count of all records, and needs an operator's token."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def kept(store) -> dict[tuple[str, str | None], int]:
 
 
 def test_kept_counts_follow_every_transition(store, owner):
-    """Issue 17 §5: accepted, claimed, saved, failed and paused, halted, resumed, deleted, and
+    """Accepted, claimed, saved, failed and paused, halted, resumed, deleted, and
     accepted by 8 threads at once: the kept counts always equal a full count of the records; a
     fold leaves no change behind."""
     ids = [add_record(store, owner) for _ in range(4)]
@@ -55,7 +55,7 @@ def test_kept_counts_follow_every_transition(store, owner):
 
 
 def test_a_scrape_never_scans_records(store, owner):
-    """Issue 17 §5: with 20,000 records, the plans of what a scrape runs hold no sequential scan
+    """With 20,000 records, the plans of what a scrape runs hold no sequential scan
     of records."""
     add_record(store, owner)
     with store.db.transaction() as conn:
@@ -72,7 +72,7 @@ def test_a_scrape_never_scans_records(store, owner):
 
 
 def test_metrics_need_an_operator_token(store, owner):
-    """Issue 17 §5: /metrics answers 401 without a token and with an owner's; 200 with an operator's."""
+    """/metrics answers 401 without a token and with an owner's; 200 with an operator's."""
     owner_token = store.new_token("alice")
     operator = store.add_operator("ops")
     with TestClient(create_app(store, settings())) as client:

@@ -1,4 +1,4 @@
-"""Exactly one record per intended upload (issue 17 §1): `Idempotency-Key` on both upload
+"""Exactly one record per intended upload: `Idempotency-Key` on both upload
 addresses, and the official `openai` client's own retries, against a real server, real
 PostgreSQL and real audio."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _post(api, token, path, key=None, name="a.wav"):
 
 
 def test_same_key_answers_the_first_record(make_api, store, tmp_path):
-    """Issue 17 §1: POST /records with a key makes a record (201); the same key and bytes again
+    """POST /records with a key makes a record (201); the same key and bytes again
     answer that record (200, same id, `Idempotent-Replayed`), the same key with other bytes 422
     `idempotency_key_reused`, nothing stored for either; keys are per owner; a record deleted
     for good takes its key with it; the sweep deletes keys past their keeping time."""
@@ -56,7 +56,7 @@ def test_same_key_answers_the_first_record(make_api, store, tmp_path):
 
 
 def test_same_key_at_once_makes_one_record(make_api, store, tmp_path):
-    """Issue 17 §1: four uploads with the same key released together by a barrier, two on each
+    """Four uploads with the same key released together by a barrier, two on each
     address: one record; every answer names it; the losers' audio is gone again. The key with
     other bytes on the OpenAI-compatible address: 422 `idempotency_key_reused`, nothing stored."""
     api = make_api(sync_wait_seconds=0)
@@ -88,13 +88,13 @@ def _openai(api, token: str, **options) -> openai.OpenAI:
 
 
 def test_the_default_wait_ends_before_the_clients_timeout():
-    """Issue 17 §1: by default the server's wait ends well before the official client's read
+    """By default the server's wait ends well before the official client's read
     timeout, so that client hears the answer (or the 504) instead of retrying the upload."""
     assert settings().sync_wait_seconds <= openai.DEFAULT_TIMEOUT.read - 30
 
 
 def test_client_timeout_longer_than_the_wait(make_api, store, tmp_path):
-    """Issue 17 §1: the `openai` client (default retries) with a timeout longer than the wait
+    """The `openai` client (default retries) with a timeout longer than the wait
     gets the 504 naming the card, and exactly one record exists."""
     api = make_api(sync_wait_seconds=1)
     token = api.token("alice")
@@ -109,7 +109,7 @@ def test_client_timeout_longer_than_the_wait(make_api, store, tmp_path):
 
 
 def test_client_timeout_shorter_than_the_wait(make_api, store, tmp_path):
-    """Issue 17 §1: the `openai` client (default max_retries) times out before the server's wait
+    """The `openai` client (default max_retries) times out before the server's wait
     ends, twice, and retries the upload each time; the retries of the same bytes attach to the
     record in the pipeline (no second record), and the last try gets the text once done."""
     api = make_api(sync_wait_seconds=120)
@@ -142,7 +142,7 @@ def _all_done(store) -> bool:
 
 
 def test_same_bytes_attach_only_to_the_same_owners_record_in_the_pipeline(make_api, store, tmp_path):
-    """Issue 17 §1: without a key, the same bytes attach only to the same owner's record still
+    """Without a key, the same bytes attach only to the same owner's record still
     in the pipeline: a second owner's upload of them is a record of its own (filed under that
     owner), and so is an upload after the first record halted."""
     api = make_api(sync_wait_seconds=0)
@@ -167,7 +167,7 @@ def test_same_bytes_attach_only_to_the_same_owners_record_in_the_pipeline(make_a
 
 
 def test_the_sweep_deletes_keys_past_a_day(store, owner):
-    """Issue 17 §1: the periodic sweep deletes keys older than a day (a younger one is kept, and
+    """The periodic sweep deletes keys older than a day (a younger one is kept, and
     the records stay); a key swept is a new upload again."""
     import actors
     from actors import context

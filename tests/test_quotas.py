@@ -1,4 +1,4 @@
-"""Per-owner quotas (issue 16 §2): limits set from the command line, uploads over a limit refused
+"""Per-owner quotas: limits set from the command line, uploads over a limit refused
 413 `quota_exceeded` with nothing stored (the API, the OpenAI-compatible address and `transcriber
 submit`), each owner's audio hours and stored bytes in `owner list`, the card list, /admin and
 /metrics, and two uploads racing at the limit never both passing."""
@@ -27,7 +27,7 @@ def _stored(db) -> tuple[int, int, int]:
 
 
 def test_upload_over_quota_is_refused_and_nothing_is_stored(make_api, store, db, tmp_path):
-    """Issue 16 §2: with a storage limit, an upload that would pass it answers 413
+    """With a storage limit, an upload that would pass it answers 413
     `quota_exceeded` naming the limit and the use, on POST /records and on the OpenAI-compatible
     address, and stores nothing; an hours limit refuses a file whose length would pass it. The card
     list, /admin and /metrics show the owner's audio hours and stored bytes."""
@@ -75,7 +75,7 @@ def test_upload_over_quota_is_refused_and_nothing_is_stored(make_api, store, db,
 
 
 def test_uploads_racing_at_the_limit_do_not_both_pass(store, db, owner, tmp_path):
-    """Issue 16 §2: six uploads released at once by a barrier, with room for exactly two: two are
+    """Six uploads released at once by a barrier, with room for exactly two: two are
     accepted, four refused `quota_exceeded`, and only the two accepted files are stored."""
     audio = encode(tmp_path / "talk.wav", "wav")
     size = audio.stat().st_size
@@ -98,7 +98,7 @@ def test_uploads_racing_at_the_limit_do_not_both_pass(store, db, owner, tmp_path
 
 
 def test_quota_from_the_command_line(env, store, owner, tmp_path):
-    """Issue 16 §2: `transcriber owner quota NAME --hours H --storage-mb M` sets the limits and
+    """`transcriber owner quota NAME --hours H --storage-mb M` sets the limits and
     shows the use, `owner list` shows hours, stored bytes and quota, `transcriber submit` over the
     limit fails with the quota named and stores nothing, `--none` lifts the limits."""
     audio = encode(tmp_path / "talk.wav", "wav")

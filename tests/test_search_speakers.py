@@ -1,4 +1,4 @@
-"""Search by speaker (issue 19 §Names, issue 18 §API): real PostgreSQL, a text saved by the
+"""Search by speaker, by label or by the owner's name for it: real PostgreSQL, a text saved by the
 pipeline's own statements, speaker turns saved by the diarize step's fenced save; searched through
 the API in-process and the command line."""
 from __future__ import annotations
