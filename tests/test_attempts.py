@@ -97,7 +97,7 @@ def test_status_counts_what_the_operator_needs(store, owner, db):
 
 
 def test_successful_save_resets_failures_and_pause(store, owner):
-    """Issue 8 §6, P4: a save after failed runs resets the failure count and the retry pause: the
+    """P4: a save after failed runs resets the failure count and the retry pause: the
     next stage starts with every attempt and no pause, and its own first failure is attempt 1."""
     record_id = add_record(store, owner)
     p = policy(backoff=0, max_attempts=3)

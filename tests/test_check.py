@@ -1,4 +1,4 @@
-"""`transcriber check`: INV-1 and INV-2 verified over the whole database (issue 8 §4).
+"""`transcriber check`: INV-1 and INV-2 verified over the whole database.
 
 A sound database passes; each violation, planted directly with SQL, is reported by its rule,
 with a line in the text output, in `--json`, and exit status 1.
@@ -51,7 +51,7 @@ def sound(store, owner, tmp_path, hears_word_a_second):
 
 
 def test_a_sound_database_passes(sound, store, env):
-    """Issue 8 §4: every record done, eligible, claimed, waiting or halted with a reason: exit 0,
+    """INV-1: every record done, eligible, claimed, waiting or halted with a reason: exit 0,
     each state counted, no violation."""
     report = check(Facts(store.db))
     assert report.sound, report.violations
@@ -64,7 +64,7 @@ def test_a_sound_database_passes(sound, store, env):
 
 
 def test_an_empty_database_passes(env):
-    """Issue 8 §4: nothing accepted yet is sound too."""
+    """Nothing accepted yet is sound too."""
     done = run_check(env)
     assert done.returncode == 0 and "0 records" in done.stdout
 
@@ -105,7 +105,7 @@ def check_here(env, monkeypatch, capsys, *args):
 
 @pytest.mark.parametrize("rule", sorted(PLANTS))
 def test_each_planted_violation_is_reported(rule, sound, db, env, monkeypatch, capsys):
-    """Issue 8 §4: a record planted out of every state INV-1 allows (or reaching a stage twice)
+    """A record planted out of every state INV-1 allows (or reaching a stage twice)
     is reported by its rule and id: a line in the output, exit 1, and in --json."""
     statement, which = PLANTS[rule]
     record_id = sound[which]
@@ -121,7 +121,7 @@ def test_each_planted_violation_is_reported(rule, sound, db, env, monkeypatch, c
 
 
 def test_orphaned_audio_beyond_the_sweeps_grace_is_reported(sound, db, store, env):
-    """Issue 8 §4: audio no record points at is a violation once older than the sweep's grace;
+    """Audio no record points at is a violation once older than the sweep's grace;
     a fresh one (a conversion still under way) is not."""
     fresh, _ = store.store_blob([b"pcm"], "audio/pcm")
     old, _ = store.store_blob([b"pcm"], "audio/pcm")
@@ -139,7 +139,7 @@ def test_orphaned_audio_beyond_the_sweeps_grace_is_reported(sound, db, store, en
 
 
 def test_many_violations_each_get_a_line(sound, db, env):
-    """Issue 8 §4: one line per violation, however many there are."""
+    """One line per violation, however many there are."""
     plant(db, "UPDATE records SET transcript = NULL WHERE id = %(id)s", {"id": sound["done"]})
     plant(db, "UPDATE records SET lease_expires_at = NULL WHERE id = %(id)s", {"id": sound["claimed"]})
     done = run_check(env)

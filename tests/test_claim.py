@@ -104,7 +104,7 @@ def test_selection_order_is_stage_entry_then_id(store, owner, db):
 
 
 def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url):
-    """Issue 8 §6, P2: the claim order's id tie-break is in the statement, not an accident of the
+    """P2: the claim order's id tie-break is in the statement, not an accident of the
     claim index. Records tie on stage-entry time and lie in the table in reverse id order; a
     claimer whose plan cannot use the index (a sequential scan and a sort, as after the index
     is dropped or the planner prefers the table) still claims them in ascending id order."""

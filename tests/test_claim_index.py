@@ -1,4 +1,4 @@
-"""The claim index holds claimable rows only (issue 10 §2): done and halted rows are not in it,
+"""The claim index holds claimable rows only: done and halted rows are not in it,
 and paused or leased records are not scanned ahead of the eligible ones."""
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _paused_at_the_head(store, owner, count: int) -> int:
 
 
 def test_the_claim_uses_the_partial_indexes_in_a_generic_plan(store, owner):
-    """issue 10 §2, issue 16 §1: EXPLAIN of the claim (generic plan, as prepared statements get)
+    """EXPLAIN of the claim (generic plan, as prepared statements get)
     scans records_turns and records_retrying, whose rows are claimable ones only, and records_held,
     the claimed ones; none holds the lease."""
     add_record(store, owner)
@@ -55,7 +55,7 @@ def test_the_claim_uses_the_partial_indexes_in_a_generic_plan(store, owner):
 
 
 def test_lease_renewals_and_checkpoints_are_hot_updates(store, owner):
-    """Issue 16 §1: renewing a lease or saving a checkpoint writes no index of records (a HOT
+    """Renewing a lease or saving a checkpoint writes no index of records (a HOT
     update): the claim's indexes do not hold the lease, so a running step costs one heap tuple a
     renewal. Counted by the server in one transaction (with records_claimable, 0 of 6)."""
     record_id = add_record(store, owner)
@@ -78,7 +78,7 @@ def test_lease_renewals_and_checkpoints_are_hot_updates(store, owner):
 
 
 def test_done_and_halted_rows_are_not_in_the_index(store, owner):
-    """issue 10 §2: a done or halted record leaves the claim index; a resumed one comes back."""
+    """A done or halted record leaves the claim index; a resumed one comes back."""
     from domain.claims import HaltReason
     from domain.resume import resume
 
@@ -105,7 +105,7 @@ def test_done_and_halted_rows_are_not_in_the_index(store, owner):
 
 
 def test_paused_records_at_the_head_are_not_scanned(store, owner):
-    """issue 10 §2: with 5000 paused records ahead of one eligible record, the claim reads a
+    """With 5000 paused records ahead of one eligible record, the claim reads a
     handful of index pages, not the paused rows, and claims the eligible one."""
     eligible = _paused_at_the_head(store, owner, 5000)
     with store.db.transaction() as conn, conn.transaction(force_rollback=True):

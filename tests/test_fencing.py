@@ -119,7 +119,7 @@ def test_stale_lease_renewal_refused(store, owner):
 
 
 def test_stale_release_refused(store, owner):
-    """Issue 8 §6, P3: a stale holder's give-back (a stopping worker whose lease already ran out
+    """P3: a stale holder's give-back (a stopping worker whose lease already ran out
     and went to another claim) is refused: the current holder keeps its token and lease, and the
     record is not handed to a third claimer."""
     record_id, stale, current, before = _stale_and_current(store, owner)
@@ -132,7 +132,7 @@ def test_stale_release_refused(store, owner):
     assert store.read_record(record_id)["claim_token"] is None
 
 
-# --- checkpoints: a stale holder's window is refused (issue 16 §5) ----------------------------------
+# --- checkpoints: a stale holder's window is refused (P3) -------------------------------------------
 
 def _windows(store, record_id) -> list[tuple]:
     with store.db.connection() as conn:
@@ -160,7 +160,7 @@ def _refusals(store, record_id) -> list[dict]:
 
 
 def test_stale_checkpoint_after_the_claim_moved_on_is_refused(store, owner):
-    """Issue 16 §5, P3-S2: the holder's lease ran out and another worker claimed the record. The
+    """P3-S2: the holder's lease ran out and another worker claimed the record. The
     stale holder's checkpoint of the next window — starting exactly where the record stands, so
     only the token tells it apart — is refused: no window written, recognition's position and
     progress and the new holder's lease unchanged, and a `save_refused` line naming the
@@ -188,7 +188,7 @@ def test_stale_checkpoint_after_the_claim_moved_on_is_refused(store, owner):
 
 
 def test_stale_checkpoint_after_halt_and_resume_is_refused(store, owner):
-    """Issue 16 §5, P3-S3: the record was halted under a running recognition (by the claimer
+    """P3-S3: the record was halted under a running recognition (by the claimer
     that took it over) and resumed by a human. The first holder's checkpoint is refused while
     nobody holds the record, and again once another worker claimed it; that worker's own
     checkpoint goes on from where the record stood."""

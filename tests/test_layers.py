@@ -1,4 +1,4 @@
-"""issue 14: one obvious home for each thing. The layers stand on each other in one order, no
+"""One obvious home for each thing. The layers stand on each other in one order, no
 module imports a layer above its own, no two modules import each other (directly or round a
 circle, lazily or not), and no source file grows past what a reader takes in at once."""
 from __future__ import annotations
@@ -47,8 +47,8 @@ def _graph() -> dict[str, set[str]]:
 
 
 def test_no_module_imports_a_layer_above_its_own():
-    """issue 14: domain < db, audio < service < actors, web < transcriber; actors and web never
-    import each other, nor db and audio."""
+    """The layers in their order: domain < db, audio < service < actors, web < transcriber; actors
+    and web never import each other, nor db and audio."""
     upward = []
     for module, targets in _graph().items():
         own = module.split(".")[0]
@@ -60,7 +60,7 @@ def test_no_module_imports_a_layer_above_its_own():
 
 
 def test_no_import_circles_between_modules():
-    """issue 14: no two modules need each other, not even through a lazy import."""
+    """No two modules need each other, not even through a lazy import."""
     graph = _graph()
     index, low, stack, on_stack, circles = {}, {}, [], set(), []
 
@@ -100,7 +100,7 @@ def test_the_walk_sees_a_planted_circle_and_an_upward_import(tmp_path, monkeypat
 
 
 def test_no_source_file_is_too_long():
-    """issue 14: no source file over ~350 lines."""
+    """No source file over ~350 lines: a reader takes it in at once."""
     long = [f"{path.relative_to(ROOT)}: {n} lines" for path in _modules().values()
             if (n := len(path.read_text().splitlines())) > LONGEST_FILE]
     assert not long, "\n".join(long)

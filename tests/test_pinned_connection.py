@@ -1,4 +1,4 @@
-"""A worker's run keeps one connection (issue 16 §6): inside `Database.pinned`, a thread's
+"""A worker's run keeps one connection: inside `Database.pinned`, a thread's
 statements share one pooled connection instead of taking one from the pool for each, another
 thread's do not share it, and a connection lost meanwhile is replaced at the next statement, as
 the pool would replace it."""

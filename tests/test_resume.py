@@ -91,8 +91,8 @@ def test_resume_is_in_the_journal_as_human(store, owner):
 
 
 def test_resume_names_every_guard_of_the_spec():
-    """P5: the one list of guards holds exactly the fields the spec names, and the lost-lease
-    count of the crash-loop guard (issue 8 §2)."""
+    """P5: the one list of guards holds exactly the fields P5 names, and the lost-lease
+    count of the crash-loop guard (tests/test_lost_leases.py)."""
     assert set(RESUME_RESETS) == {"halted_at", "halt_reason", "halt_error", "claim_token",
                                   "lease_expires_at", "failures", "retry_after", "stage_entered_at",
                                   "lost_leases"}

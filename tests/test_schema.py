@@ -102,10 +102,11 @@ def test_orphaned_audio_is_swept(store, owner, db):
 
 
 def test_records_from_before_windows_keep_their_text_and_let_their_audio_go(database_url):
-    """Issue 16 §1 (migrations 10 and 11), on a database migrated from before them: a done
-    record keeps its text and segments (now its one window) and lets its converted audio go (the
-    sweep's after the grace); a record halfway through recognition goes on from its checkpoint;
-    existing audio counts as complete; `transcriber check` finds it all sound."""
+    """Storage that follows the record's life (migrations 10 and 11), on a database migrated from
+    before them: a done record keeps its text and segments (now its one window) and lets its
+    converted audio go (the sweep's after the grace); a record halfway through recognition goes on
+    from its checkpoint; existing audio counts as complete; `transcriber check` finds it all
+    sound."""
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.types.json import Jsonb

@@ -212,7 +212,7 @@ def kinds_detail(store, record_id) -> str:
 
 
 def test_lease_renewal_does_not_wait_for_the_step(store, owner):
-    """Issue 8 §6, P3: the lease is renewed on a thread of its own, not between the step's beats:
+    """P3: the lease is renewed on a thread of its own, not between the step's beats:
     while the step waits (on a slow recognizer child) without beating, the lease is still
     extended; and a step silent for a whole lease is taken for hung, its lease left to run out,
     so another worker can take the record over."""

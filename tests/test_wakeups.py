@@ -1,4 +1,4 @@
-"""Wake-ups on commit (issue 10 §1): the trigger's notifications, the listener feeding the actors
+"""Wake-ups on commit: the trigger's notifications, the listener feeding the actors
 without waiting for a tick, and the listener surviving a lost connection and a server restart."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def heard(database_url):
 
 
 def test_payload_parsing():
-    """issue 10 §1: the trigger's payload is the stage, then the seconds still to wait."""
+    """The trigger's payload is the stage, then the seconds still to wait."""
     assert parse("created") == Wakeup("created", 0.0)
     assert parse("converted 12.5") == Wakeup("converted", 12.5)
     assert parse("converted -0.2") == Wakeup("converted", 0.0)
@@ -40,7 +40,7 @@ def test_payload_parsing():
 
 
 def test_a_record_becoming_claimable_notifies_its_stage(store, owner, heard):
-    """issue 10 §1: accepted, advanced by a save, released and resumed each notify the stage that
+    """Accepted, advanced by a save, released and resumed each notify the stage that
     can take the record; a claim, a lease renewal and a halt notify nobody; a failure announces
     its pause's end."""
     record = add_record(store, owner)
@@ -73,7 +73,7 @@ def test_a_record_becoming_claimable_notifies_its_stage(store, owner, heard):
 
 
 def test_nothing_is_heard_from_a_rolled_back_transaction(store, owner, heard):
-    """issue 10 §1: the wake-up comes on commit only."""
+    """The wake-up comes on commit only."""
     with pytest.raises(ValueError):
         store.accept(owner["id"], [b""])  # refused inside its transaction
     assert heard() == []
@@ -109,7 +109,7 @@ def wakeups(database_url):
 
 
 def test_the_listener_feeds_the_step_that_can_take_the_record(store, owner, wakeups):
-    """issue 10 §1: accepting wakes convert; the save that converts wakes recognize (the hand-off),
+    """Accepting wakes convert; the save that converts wakes recognize (the hand-off),
     without any tick."""
     running, sent = wakeups
     add_record(store, owner)
@@ -120,7 +120,7 @@ def test_the_listener_feeds_the_step_that_can_take_the_record(store, owner, wake
 
 
 def test_a_pause_end_wakes_its_step_by_a_timer(store, owner, wakeups):
-    """issue 10 §1: a failure's retry pause ends with a wake-up from a local timer, not before."""
+    """A failure's retry pause ends with a wake-up from a local timer, not before."""
     running, sent = wakeups
     add_record(store, owner)
     wait_until(sent.take, 10, every=0.02)
@@ -133,7 +133,7 @@ def test_a_pause_end_wakes_its_step_by_a_timer(store, owner, wakeups):
 
 
 def test_the_listener_reconnects_after_its_backend_is_terminated(store, owner, wakeups, database_url):
-    """issue 10 §1: a terminated listener connection is re-made; the catch-up wakes every step, and
+    """A terminated listener connection is re-made; the catch-up wakes every step, and
     later commits are heard again."""
     running, sent = wakeups
     first = running.listener.backend_pid
@@ -167,7 +167,7 @@ def own_server():
 
 
 def test_the_listener_survives_a_server_restart(own_server):
-    """issue 10 §1: after the server restarts, the listener reconnects by itself and hears the
+    """After the server restarts, the listener reconnects by itself and hears the
     next accepted record."""
     from actors.wakeups import Wakeups
 
@@ -191,7 +191,7 @@ def test_the_listener_survives_a_server_restart(own_server):
 
 
 def test_a_record_is_claimed_without_a_tick(store, owner, tmp_path):
-    """issue 10 §1: with the tick at 60 s, an accepted record is converted and handed to recognition
+    """With the tick at 60 s, an accepted record is converted and handed to recognition
     by the wake-ups alone, well within one tick."""
     import actors
     from media import encode
