@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from actors.steps import STEPS
+from actors.work import STEPS
 from domain.stages import Step
 
 _convert = STEPS[Step.CONVERT].run

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import time
 
-from db.speakers import Speakers
+from db.pipeline import Pipeline
+from domain.stages import Step
 
-_checkpoint = Speakers.speakers_checkpoint
+_checkpoint = Pipeline.checkpoint
 
 
-def _saved_then_held(self, *args, **kwargs):
-    saved = _checkpoint(self, *args, **kwargs)
-    while saved:  # the SIGKILL lands here, the checkpoint committed and the claim still held
+def _saved_then_held(self, claim, *args, **kwargs):
+    saved = _checkpoint(self, claim, *args, **kwargs)
+    while saved and claim.step is Step.DIARIZE:  # the SIGKILL lands here, the checkpoint committed, the claim held
         time.sleep(0.5)
     return saved
 
 
-Speakers.speakers_checkpoint = _saved_then_held
+Pipeline.checkpoint = _saved_then_held

@@ -94,7 +94,7 @@ def test_panel_api_status_halted_journal_resume(env, make_api, store, tmp_path):
     assert (body["stage"], body["resumed_by"], body["card"]["halt"], body["card"]["attempts"]) == \
         ("created", "olga", None, 0)
     last = store.events(halted_id)[-1]
-    assert (last["kind"], last["origin"], last["detail"]) == ("resumed", "human", {"by": "olga"})
+    assert (last["kind"], last["origin"], last["detail"]) == ("resumed", "human", {"by": "olga", "step": "convert"})
     again = api.http.post(f"/admin/api/records/{halted_id}/resume", headers=operator)
     assert again.status_code == 409 and again.json()["error"] == "not_halted" and again.json()["stage"] == "created"
     assert api.http.post(f"/admin/api/records/{done_id + 1000}/resume", headers=operator).status_code == 404

@@ -584,7 +584,7 @@ def test_bad_input(row: Row, request):
         assert after == baseline
     # nothing stuck: every record is done, halted, or (not yet worked on) at created untouched
     with w.db.transaction() as conn:
-        stuck = conn.execute("SELECT id, stage FROM records WHERE stage <> 'done' AND halted_at IS NULL "
+        stuck = conn.execute("SELECT record_id, stage FROM steps WHERE stage <> 'done' AND halted_at IS NULL "
                              "AND (failures > 0 OR lease_expires_at IS NOT NULL)").fetchall()
     assert stuck == []
 

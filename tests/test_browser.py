@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, save_turns
 from test_http import make_api  # noqa: F401  (fixture)
 
 SAMPLE = ROOT / "transcriber" / "samples" / "hello.ogg"
@@ -288,10 +288,11 @@ def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, s
     dana = store.owner_by_name("dana")
     working, paused = add_record(store, dana, title="working"), add_record(store, dana, title="paused")
     with db.transaction() as conn:  # the columns a running recognition and a failed attempt leave
-        conn.execute("UPDATE records SET stage = 'converted', duration_seconds = 95, progress_seconds = 42,"
-                     " claim_token = 7, lease_expires_at = now() + interval '10 minutes' WHERE id = %s", (working,))
-        conn.execute("UPDATE records SET failures = 2, retry_after = now() + interval '10 minutes'"
-                     " WHERE id = %s", (paused,))
+        conn.execute("UPDATE records SET stage = 'converted', duration_seconds = 95 WHERE id = %s", (working,))
+        conn.execute("UPDATE steps SET step = 'recognize', stage = 'converted', progress_seconds = 42, claim_token = 7,"
+                     " lease_expires_at = now() + interval '10 minutes' WHERE record_id = %s", (working,))
+        conn.execute("UPDATE steps SET failures = 2, retry_after = now() + interval '10 minutes'"
+                     " WHERE record_id = %s", (paused,))
     watched = Watched(browser, base_of(api))
     page = watched.signed_in(token)
     row = page.wait_for_selector(f"#record-{working}")
@@ -314,8 +315,8 @@ def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp
     words marked; a hit's time link opens the record's page playing from that second with its
     segment highlighted; the same in Russian; another owner's words are not found. The box's
     speaker field (a label or the owner's name for it) keeps that speaker's hits."""
-    from actors.diarizing import save_turns
     from conftest import policy
+    from domain.stages import Step
     from media import encode
     from searching import done_record
     from test_search import RUSSIAN, TALK
@@ -329,7 +330,7 @@ def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp
     russian = done_record(api.store, owner_id, RUSSIAN, language="ru", title="Отчёт")
     done_record(api.store, api.store.owner_by_name("erin")["id"], [(0.0, 2.0, "erin's pipeline")])
     spoken = done_record(api.store, owner_id, SPOKEN, title="Budget", diarize=True, words=True)
-    assert save_turns(api.store, api.store.claim_speakers(policy()), TURNS)  # S1 0–6 s, S2 after
+    assert save_turns(api.store, api.store.claim(Step.DIARIZE, policy()), TURNS)  # S1 0–6 s, S2 after
     assert api.store.name_speakers(spoken, owner_id, {"S1": "Alice"})
     watched = Watched(browser, base_of(api))
 

@@ -71,18 +71,20 @@ def test_an_empty_database_passes(env):
 
 PLANTS = {
     # rule: (statement, which record of the sound database it breaks)
-    "token_without_lease": ("UPDATE records SET lease_expires_at = NULL WHERE id = %(id)s", "claimed"),
-    "lease_without_token": ("UPDATE records SET lease_expires_at = now() + interval '1 minute' WHERE id = %(id)s",
+    "token_without_lease": ("UPDATE steps SET lease_expires_at = NULL WHERE record_id = %(id)s", "claimed"),
+    "lease_without_token": ("UPDATE steps SET lease_expires_at = now() + interval '1 minute' WHERE record_id = %(id)s",
                             "eligible"),
-    "lease_beyond_any_claim": ("UPDATE records SET lease_expires_at = now() + interval '10 years' WHERE id = %(id)s",
-                               "claimed"),
-    "pause_beyond_any_retry": ("UPDATE records SET retry_after = 'infinity' WHERE id = %(id)s", "waiting"),
-    "halt_without_reason": ("UPDATE records SET halt_reason = '' WHERE id = %(id)s", "halted"),
-    "halt_not_journaled": ("UPDATE records SET halted_at = now(), halt_reason = 'stage_time_limit' WHERE id = %(id)s",
-                           "eligible"),
+    "lease_beyond_any_claim": ("UPDATE steps SET lease_expires_at = now() + interval '10 years' "
+                               "WHERE record_id = %(id)s", "claimed"),
+    "pause_beyond_any_retry": ("UPDATE steps SET retry_after = 'infinity' WHERE record_id = %(id)s", "waiting"),
+    "halt_without_reason": ("UPDATE steps SET halt_reason = '' WHERE record_id = %(id)s", "halted"),
+    "halt_not_journaled": ("UPDATE steps SET halted_at = now(), halt_reason = 'stage_time_limit' "
+                           "WHERE record_id = %(id)s", "eligible"),
+    "no_step": ("DELETE FROM steps WHERE record_id = %(id)s", "eligible"),
+    "step_out_of_stage": ("INSERT INTO steps (record_id, step, stage, owner_id, claim_token, lease_expires_at) "
+                          "SELECT id, 'recognize', 'converted', owner_id, nextval('claim_tokens'), "
+                          "now() + interval '1 minute' FROM records WHERE id = %(id)s", "done"),
     "done_without_text": ("UPDATE records SET transcript = NULL WHERE id = %(id)s", "done"),
-    "done_still_claimed": ("UPDATE records SET claim_token = nextval('claim_tokens'), "
-                           "lease_expires_at = now() + interval '1 minute' WHERE id = %(id)s", "done"),
     "converted_audio_kept": ("UPDATE records SET converted_blob_id = original_blob_id WHERE id = %(id)s", "done"),
     "windows_out_of_line": ("DELETE FROM record_windows WHERE record_id = %(id)s", "done"),
     "points_at_incomplete_audio": ("UPDATE blobs SET completed_at = NULL WHERE id = "
@@ -141,7 +143,7 @@ def test_orphaned_audio_beyond_the_sweeps_grace_is_reported(sound, db, store, en
 def test_many_violations_each_get_a_line(sound, db, env):
     """One line per violation, however many there are."""
     plant(db, "UPDATE records SET transcript = NULL WHERE id = %(id)s", {"id": sound["done"]})
-    plant(db, "UPDATE records SET lease_expires_at = NULL WHERE id = %(id)s", {"id": sound["claimed"]})
+    plant(db, "UPDATE steps SET lease_expires_at = NULL WHERE record_id = %(id)s", {"id": sound["claimed"]})
     done = run_check(env)
     assert done.returncode == 1
     assert sum(line.startswith("record ") for line in done.stdout.splitlines()) == 2

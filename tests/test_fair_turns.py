@@ -2,7 +2,7 @@
 backlog does not hold up another owner's recording."""
 from __future__ import annotations
 
-from conftest import add_record, policy
+from conftest import add_record, policy, save_result
 from domain.stages import Step
 
 
@@ -19,7 +19,7 @@ def _claim_order(store, step: Step, count: int) -> list[int]:
         claim = store.claim(step, policy())
         order.append(claim.record_id)
         fields = {"duration_seconds": 1.0} if step is Step.CONVERT else {"engine": "x"}
-        assert store.save_result(claim, fields)
+        assert save_result(store, claim, fields)
     return order
 
 

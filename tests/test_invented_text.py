@@ -13,7 +13,7 @@ from audio.decode import pcm16k
 from audio.guards import LOOP, NO_VOICE, TOO_FAST, confident, fill_in, implausible, suppress
 from audio.whisper import WhisperEngine, voice_spans
 from bench.wer import normalise, score
-from conftest import ROOT, add_record, needs_long, policy
+from conftest import ROOT, add_record, checkpoint, needs_long, policy, save_result
 from media import write_audio
 
 RATE = 16000
@@ -182,12 +182,12 @@ def test_suppressed_text_is_stored_per_window_and_shown_in_the_json(store, owner
     from domain.stages import Step
 
     record_id = add_record(store, owner)
-    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 40.0})  # converted
+    assert save_result(store, store.claim(Step.CONVERT, policy()), {"duration_seconds": 40.0})  # converted
     claim = store.claim(Step.RECOGNIZE, policy())
     spoken = {"start": 1.0, "end": 2.0, "text": "hello", "words": []}
-    assert store.checkpoint(claim, 0.0, 29.5, [spoken], "en", 60, suppressed=[{"start": 5.0, "end": 9.0, "reason": NO_VOICE}])
-    assert store.checkpoint(claim, 29.5, 40.0, [], "en", 60, suppressed=[{"start": 30.0, "end": 39.0, "reason": TOO_FAST}])
-    assert store.save_result(claim, {"engine": "test"})
+    assert checkpoint(store, claim, 0.0, 29.5, [spoken], "en", 60, suppressed=[{"start": 5.0, "end": 9.0, "reason": NO_VOICE}])
+    assert checkpoint(store, claim, 29.5, 40.0, [], "en", 60, suppressed=[{"start": 30.0, "end": 39.0, "reason": TOO_FAST}])
+    assert save_result(store, claim, {"engine": "test"})
     row = store.transcript(record_id)
     shown = json.loads(render_record("json", row))
     assert shown["text"] == "hello"

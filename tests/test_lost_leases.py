@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, add_record, drop_queue, kinds, policy, settings, wait_until
+from conftest import ROOT, add_record, drop_queue, kinds, policy, save_result, settings, wait_until
 from domain.card import card
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.policy import StepPolicy
@@ -23,7 +23,7 @@ from test_workers import REDIS_DB, Processes, _listening
 def expire_lease(db, record_id):
     """As if the holder's worker had died: its lease is over and nothing was written."""
     with db.transaction() as conn:
-        conn.execute("UPDATE records SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+        conn.execute("UPDATE steps SET lease_expires_at = now() - interval '1 second' WHERE record_id = %s",
                      [record_id])
 
 
@@ -59,7 +59,7 @@ def test_lost_leases_halt_with_worker_lost(store, owner, db, tmp_path):
     assert [e["kind"] for e in events] == ["accepted"] + ["claimed"] * 4 + ["halted"]
     assert [e["detail"]["lost_leases"] for e in events if e["kind"] == "claimed"] == [0, 1, 2, 3]
     assert events[-1]["detail"]["reason"] == "worker_lost"
-    assert not store.save_result(first, {"duration_seconds": 1.0})  # the first holder stays fenced out
+    assert not save_result(store, first, {"duration_seconds": 1.0})  # the first holder stays fenced out
     logger.complete()
     lines = [json.loads(line) for line in log_path.read_text().splitlines()]
     halts = [line["record"] for line in lines if line["record"]["extra"].get("event") == "halted"]
@@ -79,7 +79,7 @@ def test_only_lost_leases_count(store, owner, db):
     row = store.read_record(record_id)
     assert (row["lost_leases"], row["failures"]) == (0, 1)
     expire_lease(db, record_id)
-    assert store.save_result(store.claim(Step.CONVERT, p), {"duration_seconds": 1.0})
+    assert save_result(store, store.claim(Step.CONVERT, p), {"duration_seconds": 1.0})
     row = store.read_record(record_id)
     assert (row["stage"], row["lost_leases"], row["failures"]) == ("converted", 0, 0)
     assert [e["detail"]["lost_leases"] for e in store.events(record_id) if e["kind"] == "claimed"] == [0, 0, 0, 1]

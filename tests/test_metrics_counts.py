@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from conftest import add_record, policy, run_together, settings
+from conftest import add_record, policy, run_together, save_result, settings
 from domain.claims import HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -14,8 +14,8 @@ from web.app import create_app
 def truth(store) -> dict[tuple[str, str | None], int]:
     """Records per stage and halt reason, counted the slow way from the records themselves."""
     with store.db.connection() as conn:
-        rows = conn.execute("SELECT stage, CASE WHEN halted_at IS NOT NULL THEN halt_reason END AS reason, "
-                            "count(*) AS n FROM records GROUP BY 1, 2").fetchall()
+        rows = conn.execute("SELECT r.stage, s.halt_reason AS reason, count(*) AS n FROM records r "
+                            "LEFT JOIN steps s ON s.record_id = r.id AND s.stage <> 'done' GROUP BY 1, 2").fetchall()
     return {(row["stage"], row["reason"]): row["n"] for row in rows}
 
 
@@ -30,7 +30,7 @@ def test_kept_counts_follow_every_transition(store, owner):
     ids = [add_record(store, owner) for _ in range(4)]
     assert kept(store) == truth(store) == {("created", None): 4}
     claim = store.claim(Step.CONVERT, policy())
-    store.save_result(claim, {"duration_seconds": 1.0})
+    save_result(store, claim, {"duration_seconds": 1.0})
     assert kept(store) == truth(store) == {("created", None): 3, ("converted", None): 1}
     failing = store.claim(Step.CONVERT, policy())
     store.record_failure(failing, "boom", pause_seconds=600)

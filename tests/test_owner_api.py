@@ -101,14 +101,14 @@ def test_delete_between_a_step_and_its_save(make_api, store, db, tmp_path):
     alice = api.token("alice")
     record_id = api.upload(alice, encode(tmp_path / "a.mp3", "mp3")).json()["id"]
     at_save, deleted = threading.Event(), threading.Event()
-    real_save = store.save_result
+    real_save = store.save
 
-    def save_after_delete(claim, fields, **options):
+    def save_after_delete(claim, fields, *args, **options):
         at_save.set()
         assert deleted.wait(60)
-        return real_save(claim, fields, **options)
+        return real_save(claim, fields, *args, **options)
 
-    store.save_result = save_after_delete
+    store.save = save_after_delete
     result = {}
     worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, api.settings, Step.CONVERT)))
     worker.start()

@@ -20,7 +20,7 @@ from audio.decode import BYTES_PER_SECOND, pcm16k
 from audio.engines import engine
 from audio.isolation import RecognizerError
 from audio.windows import WINDOW_SECONDS, end_of, start_byte, windows
-from conftest import ROOT, kinds, recognizer_children, settings, wait_until, work_until_idle
+from conftest import ROOT, checkpoint, kinds, recognizer_children, save_result, settings, wait_until, work_until_idle
 from domain.stages import Step
 from media import encode, speech_pcm
 
@@ -106,7 +106,7 @@ def test_checkpoints_window_by_window(store, owner, tmp_path, hears_word_a_secon
     for earlier, later in zip(marks, marks[1:]):
         assert later["from_seconds"] == earlier["seconds"]
     assert marks[-1]["seconds"] == pytest.approx(row["duration_seconds"])
-    assert row["recognized_seconds"] == pytest.approx(row["duration_seconds"])
+    assert saved_windows(store, record_id)[-1]["to_seconds"] == pytest.approx(row["duration_seconds"])
     segments = store.transcript(record_id)["segments"]
     starts = [s["start"] for s in segments]
     assert starts == sorted(starts) and segments[-1]["end"] <= row["duration_seconds"] + 0.1
@@ -159,7 +159,7 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
         os.killpg(first.pid, signal.SIGKILL)
     finally:
         first.wait(timeout=60)
-    done_before = store.read_record(interrupted)["recognized_seconds"]
+    done_before = store.read_record(interrupted)["checkpoint_seconds"]
     assert 0 < done_before < store.read_record(interrupted)["duration_seconds"]
     second = subprocess.run([sys.executable, "-c", script], env=worker_env, start_new_session=True,
                             capture_output=True, timeout=900)
@@ -190,7 +190,7 @@ def test_card_progress_advances_window_by_window(store, owner, tmp_path):
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
     claim = store.claim(Step.RECOGNIZE, s.policy(Step.RECOGNIZE))
     first = {"start": 0.0, "end": 1.0, "text": "x", "words": []}
-    assert store.checkpoint(claim, 0.0, 29.5, [first], "en", 60)
+    assert checkpoint(store, claim, 0.0, 29.5, [first], "en", 60)
     assert store.release(claim)
     shown = card(store.card_row(record_id))
     assert shown["progress_seconds"] == 29.5 and shown["language"] == "en" and not shown["working"]
@@ -205,14 +205,14 @@ def test_checkpoint_that_misses_the_last_one_is_refused_as_a_failure(store, owne
     from domain.claims import CheckpointRefused
 
     record_id = add_record(store, owner)
-    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 60.0})
+    assert save_result(store, store.claim(Step.CONVERT, policy()), {"duration_seconds": 60.0})
     claim = store.claim(Step.RECOGNIZE, policy())
     segment = {"start": 0.0, "end": 1.0, "text": "x", "words": []}
-    assert store.checkpoint(claim, 0.0, 29.5, [segment], "en", 60)
+    assert checkpoint(store, claim, 0.0, 29.5, [segment], "en", 60)
     with pytest.raises(CheckpointRefused, match="29.6-59s refused.* at 29.5s"):
-        store.checkpoint(claim, 29.6, 59.0, [segment], "en", 60)
+        checkpoint(store, claim, 29.6, 59.0, [segment], "en", 60)
     row = store.read_record(record_id)
-    assert (row["recognized_seconds"], row["claim_token"]) == (29.5, claim.token)
+    assert (row["checkpoint_seconds"], row["claim_token"]) == (29.5, claim.token)
     assert [(w["from_seconds"], w["to_seconds"]) for w in saved_windows(store, record_id)] == [(0, 29.5)]
     assert "save_refused" not in kinds(store, record_id)
 
@@ -241,7 +241,7 @@ def test_refused_checkpoint_ends_halted_not_claimed_forever(store, owner, tmp_pa
     row = store.read_record(record_id)
     assert (row["stage"], row["halt_reason"], row["failures"]) == ("converted", "attempts_exhausted", 2)
     assert row["halt_error"].startswith("CheckpointRefused: checkpoint 1-") and "at 0s" in row["halt_error"]
-    assert row["recognized_seconds"] == 0 and not saved_windows(store, record_id)
+    assert row["checkpoint_seconds"] == 0 and not saved_windows(store, record_id)
     assert "save_refused" not in kinds(store, record_id)
 
 

@@ -32,6 +32,7 @@ def _mark_done(db, record_ids) -> None:
     with db.connection() as conn:
         conn.execute("UPDATE records SET stage = 'done', stage_entered_at = now(), transcript = 'x' "
                      "WHERE id = ANY(%s)", [list(record_ids)])
+        conn.execute("DELETE FROM steps WHERE record_id = ANY(%s)", [list(record_ids)])
 
 
 def test_expired_audio_is_gone_and_the_record_stays(make_api, store, db, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from conftest import add_record, policy
+from conftest import add_record, policy, save_result
 from db import Database
 from db.queries import migrations
 from domain.stages import Step
@@ -30,7 +30,7 @@ def test_adding_a_column_needs_no_change_to_the_claim(db, store, owner, tmp_path
         conn.execute("UPDATE records SET mood = 'calm' WHERE id = %s", [record_id])
     claim = store.claim(Step.CONVERT, policy())
     assert store.read_record(claim.record_id)["mood"] == "calm"
-    assert store.save_result(claim, {"duration_seconds": 2.0})
+    assert save_result(store, claim, {"duration_seconds": 2.0})
     assert store.read_record(record_id)["mood"] == "calm"
 
 

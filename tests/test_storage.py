@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from actors.work import Outcome, run_once
-from conftest import ROOT, add_record, kinds, policy, settings, work_until_idle
+from conftest import ROOT, add_record, checkpoint, kinds, policy, save_result, settings, work_until_idle
 from db.blobs import CHUNK_BYTES
 from db.check import Facts
 from db.queries import query
@@ -166,7 +166,7 @@ def test_a_stale_converter_is_refused_at_its_next_chunk(store, owner, db):
     assert current.record_id == record_id
     assert [b["id"] for b in blobs(db)] == [store.read_record(record_id)["original_blob_id"]]
     refusals = [e["detail"] for e in store.events(record_id) if e["kind"] == "save_refused"]
-    assert refusals == [{"write": "audio_chunk", "claim_token": stale.token, "current_claim_token": current.token}]
+    assert refusals == [{"step": "convert", "write": "audio_chunk", "claim_token": stale.token, "current_claim_token": current.token}]
     assert store.read_record(record_id)["claim_token"] == current.token
 
 
@@ -301,7 +301,7 @@ def test_each_checkpoint_writes_its_window_once_whatever_came_before(store, owne
         except Exception as error:  # a server built without contrib
             pytest.skip(f"pg_walinspect is not available: {error}")
     record_id = add_record(store, owner)
-    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 900.0})
+    assert save_result(store, store.claim(Step.CONVERT, policy()), {"duration_seconds": 900.0})
     claim = store.claim(Step.RECOGNIZE, policy())
     words = [{"word": f" word{i}", "start": i * 0.4, "end": i * 0.4 + 0.3} for i in range(60)]
     segment = {"text": " ".join(w["word"] for w in words), "words": words}
@@ -310,7 +310,7 @@ def test_each_checkpoint_writes_its_window_once_whatever_came_before(store, owne
         for n in range(30):
             segments = [{**segment, "start": n * 30 + k * 5, "end": n * 30 + k * 5 + 4} for k in range(6)]
             start = conn.execute("SELECT pg_current_wal_flush_lsn()::text AS at").fetchone()["at"]
-            assert store.checkpoint(claim, n * 30.0, n * 30.0 + 30, segments, "en", 60)
+            assert checkpoint(store, claim, n * 30.0, n * 30.0 + 30, segments, "en", 60)
             end = conn.execute("SELECT pg_current_wal_flush_lsn()::text AS at").fetchone()["at"]
             try:
                 costs.append(_no_fpi_wal(conn, start, end))
