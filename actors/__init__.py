@@ -83,7 +83,7 @@ _DIARIZE_TIME_LIMIT_MS = 6 * 3600 * 1000
 
 @dramatiq.actor(actor_name="diarize", queue_name=QUEUE, max_retries=0, time_limit=_DIARIZE_TIME_LIMIT_MS)
 def diarize() -> None:
-    """Try to claim a done record's speakers row and find who spoke when (issue 19)."""
+    """Try to claim a done record for the diarize step and find who spoke when."""
     return _work(Step.DIARIZE)
 
 

@@ -1,13 +1,14 @@
 """The heartbeat of a running step: its lease kept alive, its stop signals, its checkpoints.
 
 A step knows nothing of claims and leases; it calls `beat(progress)` often and
-`beat.checkpoint(...)` after each recognised window. Everything that keeps the claim its own,
+`beat.checkpoint(...)` after each window of work. Everything that keeps the claim its own,
 or notices that it no longer is, happens here.
 """
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 
 from loguru import logger
 
@@ -70,12 +71,11 @@ class Heartbeat:
         if self._lost.is_set():
             raise ClaimLost()
 
-    def checkpoint(self, from_seconds: float, to_seconds: float, segments: list[dict], language: str | None,
-                   language_probability: float | None = None, suppressed: list[dict] = ()) -> None:
-        """Save a recognised window (and what its guards suppressed) under the token; ClaimLost if
-        the claim moved on, CheckpointRefused (a failed attempt) if the window does not meet the
-        last checkpoint."""
+    def checkpoint(self, from_seconds: float, to_seconds: float, kept: Mapping[str, object],
+                   detail: Mapping[str, object] | None = None) -> None:
+        """Save one window of the step's work (`kept`: what the step's checkpoint keeps) under the
+        token; ClaimLost if the claim moved on, CheckpointRefused (a failed attempt) if the window
+        does not meet the last checkpoint."""
         self(to_seconds)
-        if not self.store.checkpoint(self.claim, from_seconds, to_seconds, segments, language,
-                                     self.policy.lease_seconds, language_probability, list(suppressed)):
+        if not self.store.checkpoint(self.claim, from_seconds, to_seconds, self.policy.lease_seconds, kept, detail):
             raise ClaimLost()

@@ -1,23 +1,20 @@
-"""The steps, each with the fields it owns: the only columns its save may write (P3)."""
+"""The convert and recognize steps: the work each does on a claimed record, and the fields it
+returns, the only columns its save may write (P3)."""
 from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from actors.heartbeat import Heartbeat
 from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, TooLong, UndecodableAudio, pcm16k
 from audio.engines import engine
-from audio.recognized import Beat
 from audio.windows import end_of, start_byte, windows
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
-from domain.stages import Step
 from service import metrics
 from service.config import Settings
-
 
 
 def spool_original(store: Store, blob_id: int, folder: Path, beat: Callable[[], None]) -> Path:
@@ -88,7 +85,7 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     """
     recognizer = engine(settings)
     language = language_for(record, settings)
-    done = record["recognized_seconds"]
+    done = record["checkpoint_seconds"]
     beat(done)
     pcm = store.read_blob(record["converted_blob_id"], start_byte=start_byte(done))
     started, first = time.monotonic(), done
@@ -98,8 +95,10 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
         sureness = result.language_probability if language is None else None
         language = language or result.language
         end = end_of(at, window)
-        beat.checkpoint(at, end, [_shifted(segment, at) for segment in result.segments], language, sureness,
-                        [_shifted_span(span, at) for span in result.suppressed])
+        segments = [_shifted(segment, at) for segment in result.segments]
+        beat.checkpoint(at, end, {"segments": segments, "language": language, "language_probability": sureness,
+                                  "suppressed": [_shifted_span(span, at) for span in result.suppressed]},
+                        {"segments": len(segments)})
         done = end
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:
@@ -120,16 +119,3 @@ def _shifted(segment: dict, offset: float) -> dict:
 def _shifted_span(span: dict, offset: float) -> dict:
     """A suppressed span (audio.guards.suppress) timed from the recording's start."""
     return {**span, "start": round(span["start"] + offset, 3), "end": round(span["end"] + offset, 3)}
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    run: Callable[[Store, dict, Beat, Settings], dict]
-    owns: frozenset[str]
-    discard: Callable[[Store, dict], None] = lambda store, fields: None
-
-
-STEPS = {
-    Step.CONVERT: StepSpec(convert, frozenset({"converted_blob_id", "duration_seconds"}), discard_converted),
-    Step.RECOGNIZE: StepSpec(recognize, frozenset({"engine"})),
-}

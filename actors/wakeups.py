@@ -53,7 +53,7 @@ class Wakeups:
                 counts: dict[Step, int] = {}
                 now = time.monotonic()
                 for wakeup in batch:
-                    steps = list(Step) if wakeup.stage is None else [self._step(wakeup.stage)]
+                    steps = list(Step) if wakeup.step is None else [self._step(wakeup.step)]
                     for step in filter(None, steps):
                         if wakeup.delay > 0:
                             self._later(now + wakeup.delay, step)
@@ -74,12 +74,10 @@ class Wakeups:
         return POLL_SECONDS
 
     @staticmethod
-    def _step(stage: str) -> Step | None:
-        if stage == Step.DIARIZE.value:  # the side queue's wake-up names its step (migration 38)
-            return Step.DIARIZE
+    def _step(name: str) -> Step | None:
         try:
-            return Step.for_stage(stage)
-        except ValueError:  # a stage this version does not know
+            return Step(name)
+        except ValueError:  # a step this version does not know
             return None
 
     def _later(self, due: float, step: Step) -> None:

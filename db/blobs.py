@@ -19,6 +19,7 @@ import psycopg
 from loguru import logger
 
 from db.database import Database
+from db.journal import refuse
 from db.queries import query
 from domain.claims import Claim, ClaimLost
 
@@ -156,9 +157,7 @@ def _refused(conn: psycopg.Connection, blob_id: int, writer: Claim | None, write
     refused holder write); for an intake, the blob was taken away under it."""
     if writer is None:
         raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
-    conn.execute(query("journal_refusal"), {"id": writer.record_id, "token": writer.token, "write": write})
-    logger.bind(record_id=writer.record_id, stage=writer.step.source, event="save_refused").warning(
-        "record {}: {} of a stale {} claim refused (the claim moved on)", writer.record_id, write, writer.step)
+    refuse(conn, writer, write)
     raise ClaimLost()
 
 

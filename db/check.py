@@ -18,8 +18,7 @@ class Facts:
     def read(self, grace_seconds: float, on_record) -> dict:
         """Call `on_record(row, now)` for every record (streamed, never all in memory at once) and
         return the snapshot's time, the orphaned blobs, the records pointing at incomplete
-        audio, the records whose windows do not run end to end, the stages reached twice, and the
-        speakers rows (the diarize step's side queue) that break a rule."""
+        audio, the records whose windows do not run end to end, and the saves made twice."""
         with self.db.transaction() as conn:
             conn.execute(query("check_snapshot"))
             now = conn.execute(query("check_now")).fetchone()["now"]
@@ -28,10 +27,9 @@ class Facts:
             orphans = conn.execute(query("check_orphan_blobs"), {"grace_seconds": grace_seconds}).fetchall()
             incomplete = conn.execute(query("check_incomplete_audio")).fetchall()
             windows = conn.execute(query("check_windows")).fetchall()
-            advanced_twice = conn.execute(query("check_advanced_twice")).fetchall()
-            speakers = conn.execute(query("check_speakers")).fetchall()
+            saved_twice = conn.execute(query("check_saved_twice")).fetchall()
         return {"now": now, "orphan_blobs": orphans, "incomplete_audio": incomplete, "windows": windows,
-                "advanced_twice": advanced_twice, "speakers": speakers}
+                "saved_twice": saved_twice}
 
     @staticmethod
     def _records(conn) -> Iterator[dict]:

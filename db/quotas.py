@@ -15,7 +15,7 @@ from loguru import logger
 
 from db.blobs import CHUNK_BYTES, DELETE_BATCH_CHUNKS, discard_blob
 from db.database import Database
-from db.pipeline import record_log
+from db.journal import record_log
 from db.queries import query
 from domain.errors import TranscriberError
 from domain.quotas import OverQuota, Quota, Usage, over_quota

@@ -9,10 +9,11 @@ from loguru import logger
 
 from db.blobs import discard_blob, finish_blob, write_chunks
 from db.database import Database
-from db.pipeline import record_log
+from db.journal import record_log
 from db.queries import query
 from db.quotas import QuotaExceeded, hold_quota
 from db.uploads import SameUpload, earlier_record, keep_key
+from domain.stages import Step
 
 
 class Records:
@@ -65,7 +66,8 @@ class Records:
                         {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
                          "size_bytes": size, "language": language, "prompt": prompt,
                          "intake_seconds": declared_seconds,
-                         "content_sha256": same and same.sha256, "speakers_wanted": speakers},
+                         "content_sha256": same and same.sha256, "speakers_wanted": speakers,
+                         "first_step": Step.first().value},
                     ).fetchone()["id"]
                     if same is not None:
                         keep_key(conn, owner_id, same, record_id)

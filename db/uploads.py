@@ -84,7 +84,7 @@ class UploadKeys:
     def unfinished_uploads(self, owner_id: int, sha256: bytes, *, prompt: str | None, speakers: str,
                            language: str | None) -> list[dict]:
         """The owner's records of these bytes that an earlier run left unfinished, asked for
-        alike, the oldest first: id, claim_token, claim_holder and whether a claim holds it
+        alike, the oldest first: record_id, step, claim_token, claim_holder and whether a claim holds it
         (see the query `upload_unfinished`)."""
         with self.db.connection() as conn:
             return conn.execute(query("upload_unfinished"), {

@@ -1,19 +1,19 @@
-"""The database's wake-ups: one LISTEN connection that hears, on commit, which stage has a record
-that became claimable (migration 6 sends them from a trigger on records).
+"""The database's wake-ups: one LISTEN connection that hears, on commit, which step has a record
+that became claimable (a trigger on the step rows sends them).
 
 Only one process forwards them to a broker queue. Every worker process keeps a listener, but a
 listener of a `group` (the queue's name) LISTENs only while its connection holds that group's
 advisory lock; the others stand by and try the lock every few seconds. A wake-up sent to the
 broker reaches one idle worker of any process, so a freed record costs one claim instead of one
 per process. When the forwarder dies its connection ends, the lock is free, and a standby takes
-over within TAKEOVER_SECONDS (and wakes every stage, for what it may have missed); the tick
+over within TAKEOVER_SECONDS (and wakes every step, for what it may have missed); the tick
 covers those seconds. A listener with no group (workers on
 the in-process broker, whose messages reach this process only) always forwards.
 
 A wake-up is only a hint, like the tick: a lost one delays a record until the next tick, a
 duplicate costs one empty claim. The connection is re-made whenever it is lost (the server
 restarted, the backend was terminated, the network dropped); right after every (re)connect a
-wake-up for every stage is reported, because notifications sent meanwhile were not heard.
+wake-up for every step is reported, because notifications sent meanwhile were not heard.
 """
 from __future__ import annotations
 
@@ -40,27 +40,27 @@ TAKEOVER_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class Wakeup:
-    """A record at `stage` is claimable now, or in `delay` seconds. stage None: maybe any
-    stage (the listener has just (re)connected and may have missed some)."""
+    """A record is claimable for `step` now, or in `delay` seconds. step None: maybe for any
+    step (the listener has just (re)connected and may have missed some)."""
 
-    stage: str | None
+    step: str | None
     delay: float = 0.0
 
 
-ANY_STAGE = Wakeup(None)
+ANY_STEP = Wakeup(None)
 APPLICATION = "transcriber-wakeups"
 
 
 def parse(payload: str) -> Wakeup | None:
-    """The trigger's payload: `STAGE` or `STAGE SECONDS`; None for anything else."""
-    stage, _, rest = payload.partition(" ")
-    if not stage:
+    """The trigger's payload: `STEP` or `STEP SECONDS`; None for anything else."""
+    step, _, rest = payload.partition(" ")
+    if not step:
         return None
     try:
         delay = float(rest) if rest else 0.0
     except ValueError:
         return None
-    return Wakeup(stage, max(delay, 0.0))
+    return Wakeup(step, max(delay, 0.0))
 
 
 class Listener:
@@ -136,7 +136,7 @@ class Listener:
         self.forwarding = True
         if self.group is not None:
             logger.info("this process forwards the database's wake-ups to queue {}", self.group)
-        return [ANY_STAGE]
+        return [ANY_STEP]
 
     @property
     def connected(self) -> bool:

@@ -20,7 +20,8 @@ def links(record_id: int) -> dict:
 
 
 def card(row: dict, now: datetime | None = None) -> dict:
-    """The card of a record from its columns: stage, halt flag with reason, attempts, pause."""
+    """The card of a record from the `cards` view: stage, halt flag with reason, attempts, pause
+    (the claim, guards and halt of the step its stage waits for)."""
     now = now or datetime.now(timezone.utc)
     retry_after = row["retry_after"]
     waiting = retry_after is not None and retry_after > now and row["halted_at"] is None
@@ -35,7 +36,7 @@ def card(row: dict, now: datetime | None = None) -> dict:
         "topics": list(row["topics"]),
         "stage": row["stage"],
         "halt": halt,
-        "attempts": row["failures"],
+        "attempts": row["failures"] or 0,
         "working": row["halted_at"] is None and row["lease_expires_at"] is not None
         and row["lease_expires_at"] > now,
         "retry_after": _iso(retry_after) if waiting else None,
@@ -44,17 +45,17 @@ def card(row: dict, now: datetime | None = None) -> dict:
         "updated_at": _iso(row["updated_at"]),
         "source_name": row["source_name"],
         "duration_seconds": row["duration_seconds"],
-        # while a step runs, how far it got; between runs, how far recognition's checkpoints got
+        # while a step runs, how far it got; between runs, how far its checkpoints got
         "progress_seconds": row["progress_seconds"] if row["progress_seconds"] is not None
-        else (row["recognized_seconds"] or None if row["stage"] == "converted" else None),
+        else (row.get("checkpoint_seconds") or None),
         "engine": row["engine"],
         "language": row["language"],
         "language_probability": row.get("language_probability"),
         "prompt": row.get("prompt"),
         "links": links(record_id),
-        # claims of this stage whose lease ran out with nothing written (issue 8 §2)
-        "lost_leases": row.get("lost_leases", 0),
-        # the original recording: kept, or deleted by retention (issue 16 §2) and since when
+        # claims of this step whose lease ran out with nothing written (its worker died or hung)
+        "lost_leases": row.get("lost_leases") or 0,
+        # the original recording: kept, or deleted by retention, and since when
         "audio": "expired" if row.get("audio_expired_at") is not None else "kept",
         "audio_expired_at": _iso(row.get("audio_expired_at")),
         "speakers": speakers(row),
@@ -62,16 +63,16 @@ def card(row: dict, now: datetime | None = None) -> dict:
 
 
 def speakers(row: dict) -> dict:
-    """Where who-spoke-when stands (issue 19): pending (asked for, not found yet), done, halted
-    (the text is served without speakers; reason and error say why) or off (not asked for, or
-    the service does not diarize). `asked`: auto, off or a number; `names`: the owner's."""
+    """Where who-spoke-when stands: pending (asked for, not found yet), done, halted (the text is
+    served without speakers; reason and error say why) or off (not asked for, or the service
+    does not diarize). `asked`: auto, off or a number; `names`: the owner's."""
     asked = row.get("speakers_wanted", "auto")
     view = {"state": "off", "reason": None, "error": None, "asked": asked,
             "names": dict(row.get("speaker_names") or {})}
     if row.get("speakers_halt_reason"):
         return {**view, "state": "halted", "reason": row["speakers_halt_reason"],
                 "error": row.get("speakers_halt_error")}
-    if row.get("speakers_done_at") is not None:
+    if row.get("speakers_found"):
         return {**view, "state": "done"}
     if row.get("speakers_queued"):
         return {**view, "state": "pending", "attempts": row.get("speakers_failures", 0)}

@@ -2,11 +2,12 @@
 
 Every record must be in exactly one of the states INV-1 allows — done (with its text), eligible
 for its next step, claimed under a live lease, waiting out a retry pause, or halted with a reason
-the journal shows — and hold its claim consistently (a token and its lease together, or
-neither). No audio may outlive the records that point at it beyond the sweep's grace, a
-record points only at complete audio and lets its converted audio go once done, its recognised
-windows run end to end from 0 to where recognition stands, and no record may reach a stage
-twice (two holders both saved).
+the journal shows. A record not done waits for exactly one step, its stage's; every step row holds
+its claim consistently (a token and its lease together, or neither) and belongs to its record's
+stage. No audio may outlive the records that point at it beyond the sweep's grace, a record
+points only at complete audio and lets its converted audio go once done, its recognised windows
+run end to end from 0 to where recognition stands, and no save is made twice (two holders both
+saved).
 """
 from __future__ import annotations
 
@@ -66,51 +67,67 @@ class Report:
 
 
 def judge_record(row: dict, now: datetime) -> tuple[State | None, list[Violation]]:
-    """The INV-1 state of one record and whatever it breaks. `row` holds the queue columns plus
-    `has_text`, `keeps_converted_audio` and `halt_journaled`."""
-    record = row["id"]
-    found: list[Violation] = []
+    """The INV-1 state of one record and whatever it breaks. `row` holds the record's stage, the
+    columns of its stage's step row (`step` None: it has none), `steps_out_of_stage`, `has_text`,
+    `keeps_converted_audio` and `halt_journaled`."""
+    found = _step_violations(row, now)
 
     def broken(rule: str, message: str) -> None:
-        found.append(Violation(rule, message, record=record))
+        found.append(Violation(rule, message, record=row["id"]))
 
-    token, lease = row["claim_token"], row["lease_expires_at"]
+    if row["steps_out_of_stage"]:
+        broken("step_out_of_stage", f"waits for {row['steps_out_of_stage']} step(s) of another stage than its "
+               f"own ({row['stage']}): two holders saved, or a row was left behind")
+    if row["stage"] == Stage.DONE:
+        if not row["has_text"]:
+            broken("done_without_text", "done without text")
+        if row["keeps_converted_audio"]:
+            broken("converted_audio_kept", "done, yet still points at its converted audio (the save that "
+                   "reaches done lets it go)")
+        return State.DONE, found  # a halt of its diarize step leaves it done
+    if row["stage"] not in {stage.value for stage in Stage}:
+        broken("unknown_stage", f"at an unknown stage {row['stage']!r}")
+        return None, found
+    if row["step"] is None:
+        broken("no_step", f"at stage {row['stage']}, yet no step waits for it: out of reach of every worker")
+        return None, found
+    if row["halted"]:
+        return State.HALTED, found
+    lease = row["lease_expires_at"]
+    if lease is not None and lease > now:
+        return State.CLAIMED, found
+    pause = row["retry_after"]
+    if pause is not None and pause > now:
+        return State.WAITING, found
+    return State.ELIGIBLE, found
+
+
+def _step_violations(row: dict, now: datetime) -> list[Violation]:
+    """What the record's step row breaks: a claim held by halves, a lease or a pause no claim or
+    failure gives, a halt with no known reason or not in the journal."""
+    found: list[Violation] = []
+    if row["step"] is None:
+        return found
+
+    def broken(rule: str, message: str) -> None:
+        found.append(Violation(rule, message, record=row["id"]))
+
+    token, lease, pause = row["claim_token"], row["lease_expires_at"], row["retry_after"]
     if token is not None and lease is None:
         broken("token_without_lease", "holds a claim token without a lease: it would stay claimed forever")
     if lease is not None and token is None:
         broken("lease_without_token", "holds a lease without a claim token: no holder can save or renew it")
-
+    if lease is not None and lease > now + timedelta(seconds=LONGEST_LEASE_SECONDS):
+        broken("lease_beyond_any_claim", f"claimed until {lease.isoformat()}, further than any lease a "
+               "claim gives: out of reach of every worker")
+    if pause is not None and pause > now + timedelta(seconds=MAX_PAUSE_SECONDS):
+        broken("pause_beyond_any_retry", f"paused until {pause.isoformat()}, longer than any retry pause")
     if row["halted"]:
         if row["halt_reason"] not in HALT_REASONS:
             broken("halt_without_reason", f"halted with no known reason ({row['halt_reason']!r})")
         if not row["halt_journaled"]:
             broken("halt_not_journaled", "halted, but its journal has no halt event since its last resume")
-        return State.HALTED, found
-
-    if row["stage"] == Stage.DONE:
-        if not row["has_text"]:
-            broken("done_without_text", "done without text")
-        if token is not None or lease is not None:
-            broken("done_still_claimed", "done, yet still holds a claim")
-        if row["keeps_converted_audio"]:
-            broken("converted_audio_kept", "done, yet still points at its converted audio (the save that "
-                   "reaches done lets it go)")
-        return State.DONE, found
-
-    if row["stage"] not in {stage.value for stage in Stage}:
-        broken("unknown_stage", f"at an unknown stage {row['stage']!r}")
-        return None, found
-    if lease is not None and lease > now:
-        if lease > now + timedelta(seconds=LONGEST_LEASE_SECONDS):
-            broken("lease_beyond_any_claim", f"claimed until {lease.isoformat()}, further than any lease a "
-                   "claim gives: out of reach of every worker")
-        return State.CLAIMED, found
-    pause = row["retry_after"]
-    if pause is not None and pause > now:
-        if pause > now + timedelta(seconds=MAX_PAUSE_SECONDS):
-            broken("pause_beyond_any_retry", f"paused until {pause.isoformat()}, longer than any retry pause")
-        return State.WAITING, found
-    return State.ELIGIBLE, found
+    return found
 
 
 def orphan_violation(blob: dict, grace_seconds: float) -> Violation:
@@ -130,35 +147,17 @@ def windows_violation(row: dict) -> Violation:
                      f"{row['last_end'] or 0:g}s)", record=row["record_id"])
 
 
-def advanced_twice_violation(row: dict) -> Violation:
+def saved_twice_violation(row: dict) -> Violation:
+    if row["kind"] == "speakers_saved":
+        return Violation("speakers_saved_twice", f"its speakers were saved {row['times']} times",
+                         record=row["record_id"])
     return Violation("advanced_twice", f"reached stage {row['stage']} {row['times']} times",
                      record=row["record_id"])
 
 
-def speakers_violations(row: dict) -> list[Violation]:
-    """What a record's speakers row (the diarize step's side queue) breaks: it exists only for a
-    done record, holds a token and a lease together or neither, lets its claim go when saved,
-    and is saved once."""
-    found, record = [], row["record_id"]
-    if row["stage"] != Stage.DONE:
-        found.append(Violation("speakers_before_done", f"queued for speakers at stage {row['stage']}, "
-                               "before done", record=record))
-    if row["claim_half"]:
-        found.append(Violation("speakers_claim_half", "its speakers row holds a claim token without a lease, "
-                               "or a lease without a token", record=record))
-    if row["done_still_claimed"]:
-        found.append(Violation("speakers_done_still_claimed", "its speakers are saved, yet the row still "
-                               "holds a claim", record=record))
-    if row["saves"] > 1:
-        found.append(Violation("speakers_saved_twice", f"its speakers were saved {row['saves']} times",
-                               record=record))
-    return found
-
-
 class FactSource(Protocol):
     """What the checker reads (db.check.Facts): each record through `on_record(row, now)`, then
-    {"orphan_blobs", "incomplete_audio", "windows", "advanced_twice", "speakers"} (lists), all from one
-    snapshot."""
+    {"orphan_blobs", "incomplete_audio", "windows", "saved_twice"} (lists), all from one snapshot."""
 
     def read(self, grace_seconds: float, on_record: Callable[[dict, datetime], None]) -> dict: ...
 
@@ -177,7 +176,5 @@ def check(facts: FactSource, grace_seconds: float = ORPHAN_GRACE_SECONDS) -> Rep
     report.violations.extend(orphan_violation(blob, grace_seconds) for blob in rest["orphan_blobs"])
     report.violations.extend(incomplete_audio_violation(row) for row in rest["incomplete_audio"])
     report.violations.extend(windows_violation(row) for row in rest["windows"])
-    report.violations.extend(advanced_twice_violation(row) for row in rest["advanced_twice"])
-    for row in rest.get("speakers", ()):
-        report.violations.extend(speakers_violations(row))
+    report.violations.extend(saved_twice_violation(row) for row in rest["saved_twice"])
     return report

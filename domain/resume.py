@@ -15,8 +15,9 @@ class Now:
 
 NOW = Now()
 
-# Everything a previous run held a record with, named here and nowhere else. The record goes
-# back to work from the stage it reached; a guard left out here would keep it silently stuck:
+# Everything a previous run held a record with, named here and nowhere else: the columns of the
+# record's halted step row (the same for every step). The record goes back to work from the stage
+# it reached; a guard left out here would keep it silently stuck:
 RESUME_RESETS: dict[str, object] = {
     # the halt flag
     "halted_at": None,
@@ -30,8 +31,9 @@ RESUME_RESETS: dict[str, object] = {
     "retry_after": None,
     # leftover lost leases would halt it again after fewer crashes than the limit allows
     "lost_leases": 0,
-    # a leftover stage-entry time would halt it again on the first claim
-    "stage_entered_at": NOW,
+    # a leftover entry time would halt it again on the first claim (the step's time limit counts
+    # from it)
+    "entered_at": NOW,
 }
 
 
@@ -50,27 +52,21 @@ class NotHalted(TranscriberError, code="not_halted"):
 
 class ResumeStore(Protocol):
     def resume(self, record_id: int, resets: dict[str, object], by: str = ...) -> str | None:
-        """Apply `resets` to a halted record in one action, journaled as done by `by`; its
-        stage, or None if not halted."""
+        """Apply `resets` to the record's halted step in one action, journaled as done by `by`;
+        the record's stage, or None if no step of it is halted."""
 
     def stage_of(self, record_id: int) -> str | None:
         """The record's stage, or None if there is no such record."""
-
-    def resume_speakers(self, record_id: int, by: str = ...) -> bool:
-        """Return a done record's halted speakers row to work, every guard of it reset as
-        RESUME_RESETS names them for records; False if it has none halted."""
 
 
 def resume(store: ResumeStore, record_id: int, by: str = "operator") -> str:
     """Return a halted record to work from the stage where it stood; return that stage. `by`
     names the human who did it in the journal (the operator's name from the panel). A done
-    record whose speakers halted has its speakers row resumed instead."""
+    record whose speakers halted has its diarize step resumed, like any step."""
     stage = store.resume(record_id, RESUME_RESETS, by=by)
     if stage is not None:
         return stage
     current = store.stage_of(record_id)
     if current is None:
         raise UnknownRecord(record_id)
-    if current == "done" and store.resume_speakers(record_id, by=by):
-        return current
     raise NotHalted(record_id, current)

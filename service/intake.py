@@ -15,9 +15,8 @@ from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
 from db.quotas import QuotaExceeded
 from db.uploads import SameUpload, UploadKeyReused
-from domain import holders
 from domain.errors import TranscriberError
-from service import inputs
+from service import inputs, runtime
 from service.config import Settings
 
 READ_BYTES = 1 << 20
@@ -208,11 +207,8 @@ def _unfinished(store: Store, owner_id: int, sha256: bytes, **asked) -> int | No
     ended now rather than waited out). A claim held by a live process, or by one elsewhere, is
     left to it."""
     for row in store.unfinished_uploads(owner_id, sha256, **asked):
-        if not row["held"]:
-            return row["id"]
-        if holders.gone(row["claim_holder"]) and store.end_gone_holders_lease(
-                row["id"], row["claim_token"], row["claim_holder"]):
-            return row["id"]
+        if not row["held"] or runtime.end_if_holder_gone(store, row):
+            return row["record_id"]
     return None
 
 

@@ -6,6 +6,9 @@ import time
 
 from db import Database, DatabaseUnavailable, Store
 from db.database import embedded_url
+from domain import holders
+from domain.claims import Claim
+from domain.stages import Step
 from service.config import Settings
 
 
@@ -61,19 +64,23 @@ def open_store(settings: Settings, *, max_size: int = 10) -> Store:
 
 
 def take_up_ended_holders(store: Store) -> list[int]:
-    """End the leases of the claims, on records and on speakers rows, held by processes of this
-    machine that have ended (a worker killed outright, by an operator or the OOM killer): a
-    worker starting after them takes their work up at once instead of after their leases,
-    counting the lost leases as ever. The records whose leases were ended."""
-    from domain import holders
-
+    """End the leases of the claims held by processes of this machine that have ended (a worker
+    killed outright, by an operator or the OOM killer): a worker starting after them takes their
+    work up at once instead of after their leases, counting the lost leases as ever. The records
+    whose leases were ended."""
     machine = holders.this_machine()
     if machine is None:
         return []
-    ends = {False: store.end_gone_holders_lease, True: store.end_gone_speakers_lease}
-    return [row["id"] for row in store.claims_held_on_machine(machine)
-            if holders.gone(row["claim_holder"])
-            and ends[row["speakers"]](row["id"], row["claim_token"], row["claim_holder"])]
+    return [row["record_id"] for row in store.claims_held_on_machine(machine) if end_if_holder_gone(store, row)]
+
+
+def end_if_holder_gone(store: Store, held: dict) -> bool:
+    """End the lease of the claim `held` (record_id, step, claim_token, claim_holder) if its
+    holder is known to have ended; whether it was ended now."""
+    if not holders.gone(held["claim_holder"]):
+        return False
+    claim = Claim(held["record_id"], held["claim_token"], Step(held["step"]))
+    return store.end_gone_holders_lease(claim, held["claim_holder"])
 
 
 class EndedHoldersLookout:

@@ -248,6 +248,28 @@ def policy(lease=60.0, time_limit=3600.0, max_attempts=3, backoff=10.0):
                       backoff_seconds=backoff)
 
 
+def save_result(store: Store, claim, fields: dict, diarize: bool = False) -> bool:
+    """A step's save as a worker makes it: the fields, and the next step queued (with `diarize`,
+    the diarize step after done, unless the upload said off)."""
+    wanted = (store.read_record(claim.record_id) or {}).get("speakers_wanted") != "off"
+    return store.save(claim, fields, next_step=claim.step.next(speakers=diarize and wanted))
+
+
+def checkpoint(store: Store, claim, start: float, end: float, segments: list[dict], language: str | None,
+               lease: float, language_probability: float | None = None, suppressed: list[dict] | None = None) -> bool:
+    """A recognised window saved as the recognize step saves it."""
+    kept = {"segments": segments, "language": language, "language_probability": language_probability,
+            "suppressed": suppressed or []}
+    return store.checkpoint(claim, start, end, lease, kept, {"segments": len(segments)})
+
+
+def save_turns(store: Store, claim, turns: list[dict]) -> bool:
+    """The diarize step's save of `turns`, as the step saves its result."""
+    from actors.diarizing import said_by
+
+    return store.save(claim, {"turns": turns}, {"said": said_by(store, claim.record_id, turns)}, next_step=None)
+
+
 def kinds(store: Store, record_id: int) -> list[str]:
     return [event["kind"] for event in store.events(record_id)]
 

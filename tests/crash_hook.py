@@ -1,7 +1,7 @@
-"""Loaded into `dramatiq actors` worker processes by the crash-loop tests (issue 8 §2): the
-conversion of a record titled `crash-always` kills its own worker (SIGKILL to the worker's whole
-process group) every time; one titled `crash-once` does so the first time only (a marker file
-in CRASH_HOOK_DIR remembers it). Any other record is converted as usual."""
+"""Loaded into `dramatiq actors` worker processes by the crash-loop tests
+(tests/test_lost_leases.py): the conversion of a record titled `crash-always` kills its own worker
+(SIGKILL to the worker's whole process group) every time; one titled `crash-once` does so the first
+time only (a marker file in CRASH_HOOK_DIR remembers it). Any other record is converted as usual."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from actors.steps import STEPS
+from actors.work import STEPS
 from domain.stages import Step
 
 _convert = STEPS[Step.CONVERT].run

@@ -2,7 +2,7 @@
 checkpoint per window, then the done save), for the search tests and the search benchmark."""
 from __future__ import annotations
 
-from conftest import policy
+from conftest import checkpoint, policy, save_result
 from domain.stages import Step
 
 
@@ -17,7 +17,7 @@ def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], 
     end = max((segment[1] for segment in segments), default=1.0)
     claim = store.claim(Step.CONVERT, policy())
     assert claim.record_id == record_id
-    assert store.save_result(claim, {"duration_seconds": end})
+    assert save_result(store, claim, {"duration_seconds": end})
     claim = store.claim(Step.RECOGNIZE, policy())
     shaped = [{"start": s, "end": e, "text": t, "words": timed_words(s, e, t) if words else []}
               for s, e, t in segments]
@@ -25,8 +25,8 @@ def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], 
     edges = [0.0] + [shaped[i + size]["start"] for i in range(0, len(shaped) - size, size)] + [end]
     for index, (start, stop) in enumerate(zip(edges, edges[1:])):
         part = shaped[index * size:(index + 1) * size]
-        assert store.checkpoint(claim, start, stop, part, language, 60)
-    assert store.save_result(claim, {"engine": "test"}, diarize=diarize)
+        assert checkpoint(store, claim, start, stop, part, language, 60)
+    assert save_result(store, claim, {"engine": "test"}, diarize=diarize)
     return record_id
 
 

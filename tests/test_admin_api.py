@@ -1,4 +1,4 @@
-"""The operator's side (issue 9 §3): operator accounts apart from owners, and the JSON API of the
+"""The operator's side: operator accounts apart from owners, and the JSON API of the
 panel under /admin/api — a real server, real PostgreSQL, the real domain resume."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _halt_at_created(store, the_settings, record_id: int, error: str = "the disk
 
 
 def test_operator_add_and_tokens_kept_apart(env, make_api, store):
-    """issue 9 §3: `transcriber operator add NAME` prints a token once; it opens /admin/api and
+    """`transcriber operator add NAME` prints a token once; it opens /admin/api and
     nothing of an owner's; an owner's token never opens /admin/api."""
     added = run(env, "operator", "add", "olga")
     assert added.returncode == 0, added.stderr
@@ -48,7 +48,7 @@ def test_operator_add_and_tokens_kept_apart(env, make_api, store):
 
 
 def test_panel_api_status_halted_journal_resume(env, make_api, store, tmp_path):
-    """issue 9 §3, P5: the panel's figures equal `transcriber status --json`; a halted record is
+    """P5: the panel's figures equal `transcriber status --json`; a halted record is
     listed with its owner, reason, error, stage and age; its journal is readable; Resume goes
     through the domain (journaled `resumed`, origin human, the operator's name) and the record
     goes on to done; no answer carries a transcript."""
@@ -94,7 +94,7 @@ def test_panel_api_status_halted_journal_resume(env, make_api, store, tmp_path):
     assert (body["stage"], body["resumed_by"], body["card"]["halt"], body["card"]["attempts"]) == \
         ("created", "olga", None, 0)
     last = store.events(halted_id)[-1]
-    assert (last["kind"], last["origin"], last["detail"]) == ("resumed", "human", {"by": "olga"})
+    assert (last["kind"], last["origin"], last["detail"]) == ("resumed", "human", {"by": "olga", "step": "convert"})
     again = api.http.post(f"/admin/api/records/{halted_id}/resume", headers=operator)
     assert again.status_code == 409 and again.json()["error"] == "not_halted" and again.json()["stage"] == "created"
     assert api.http.post(f"/admin/api/records/{done_id + 1000}/resume", headers=operator).status_code == 404
@@ -104,7 +104,7 @@ def test_panel_api_status_halted_journal_resume(env, make_api, store, tmp_path):
 
 
 def test_two_operators_resume_at_once(make_api, store, tmp_path):
-    """issue 9 §3, P5-S2: two operators press Resume on one halted record together: one resumes
+    """P5-S2: two operators press Resume on one halted record together: one resumes
     it, the other is told it is not halted; one `resumed` line."""
     api = make_api()
     tokens = [api.auth(store.add_operator(name)) for name in ("olga", "oleg")]
@@ -118,7 +118,7 @@ def test_two_operators_resume_at_once(make_api, store, tmp_path):
 
 
 def test_delete_command(env, store, tmp_path):
-    """issue 9 §2: `transcriber delete ID` erases any owner's record as the operator; the journal
+    """`transcriber delete ID` erases any owner's record as the operator; the journal
     keeps the deletion line; an unknown id exits 2."""
     store.add_owner("alice")
     owner = store.owner_by_name("alice")

@@ -1,4 +1,4 @@
-"""The HTTP API under generated requests (issue 8 §5): schemathesis reads the app's own
+"""The HTTP API under generated requests: schemathesis reads the app's own
 `/openapi.json` and sends valid and invalid requests for every operation, in-process, against a
 real test database. No answer may be a 500; every refusal has the `{error, message}` shape.
 
@@ -18,7 +18,7 @@ from media import encode
 from web.app import create_app
 
 def test_generated_requests_never_get_a_500(store, tmp_path, request):
-    """issue 8 §5: property-based requests from /openapi.json, valid and invalid, for every
+    """Property-based requests from /openapi.json, valid and invalid, for every
     operation, each sent with a valid token (the operator's for /admin) and, for an address with
     a record id, sent again aimed at a real record of the caller's: never a 500, and every 4xx
     carries `error` and `message`."""

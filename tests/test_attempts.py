@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from conftest import add_record, kinds, policy
+from conftest import add_record, kinds, policy, save_result
 from domain.claims import NO_WORK, HaltReason
 from domain.stages import Step
 
@@ -38,7 +38,7 @@ def test_failure_counts_and_pauses_the_record(store, owner, db):
     assert store.claim(Step.CONVERT, p) is NO_WORK  # waiting out the pause
 
     with db.transaction() as conn:  # let the pause pass
-        conn.execute("UPDATE records SET retry_after = now() - interval '1 second'")
+        conn.execute("UPDATE steps SET retry_after = now() - interval '1 second'")
     fail_once(store, p, "second")
     row = store.read_record(record_id)
     assert row["failures"] == 2
@@ -68,7 +68,7 @@ def test_stage_time_limit_halts_on_claim(store, owner, db):
     old_id = add_record(store, owner)
     fresh_id = add_record(store, owner)
     with db.transaction() as conn:
-        conn.execute("UPDATE records SET stage_entered_at = now() - interval '2 hours' WHERE id = %s", [old_id])
+        conn.execute("UPDATE steps SET entered_at = now() - interval '2 hours' WHERE record_id = %s", [old_id])
     claim = store.claim(Step.CONVERT, policy(time_limit=3600))
     assert claim.record_id == fresh_id
     old = store.read_record(old_id)
@@ -83,7 +83,7 @@ def test_status_counts_what_the_operator_needs(store, owner, db):
     for _ in range(4):
         add_record(store, owner)
     with db.transaction() as conn:
-        conn.execute("UPDATE records SET stage_entered_at = now() - interval '90 seconds'")
+        conn.execute("UPDATE steps SET entered_at = now() - interval '90 seconds'")
     claimed = store.claim(Step.CONVERT, policy())
     failed = store.claim(Step.CONVERT, policy())
     assert store.record_failure(failed, "x", 600)
@@ -97,7 +97,7 @@ def test_status_counts_what_the_operator_needs(store, owner, db):
 
 
 def test_successful_save_resets_failures_and_pause(store, owner):
-    """Issue 8 §6, P4: a save after failed runs resets the failure count and the retry pause: the
+    """P4: a save after failed runs resets the failure count and the retry pause: the
     next stage starts with every attempt and no pause, and its own first failure is attempt 1."""
     record_id = add_record(store, owner)
     p = policy(backoff=0, max_attempts=3)
@@ -106,7 +106,7 @@ def test_successful_save_resets_failures_and_pause(store, owner):
     row = store.read_record(record_id)
     assert row["failures"] == 2 and row["retry_after"] is not None
     claim = store.claim(Step.CONVERT, p)
-    assert store.save_result(claim, {"duration_seconds": 1.0})
+    assert save_result(store, claim, {"duration_seconds": 1.0})
     row = store.read_record(record_id)
     assert (row["stage"], row["failures"], row["retry_after"]) == ("converted", 0, None)
     recognition = store.claim(Step.RECOGNIZE, policy(backoff=100, max_attempts=3))

@@ -1,4 +1,4 @@
-"""Bad input, as a table (issue 8 §5, with the defects of §1.4 and §1.5).
+"""Bad input, as a table, with the client-input defects once found (ids, offsets, text, file names).
 
 Each row is one kind of bad (or merely unusual) input, where it enters — the HTTP API, the command
 line or the environment — and the outcome it must have: a clear 4xx in the `{error, message}`
@@ -419,7 +419,7 @@ HTTP_ROWS = [
     Row("Arabic-Indic digits of an existing id", "GET /records/{id}",
         lambda w: w.get(f"/records/{arabic_indic(w.baseline)}", **w.auth(w.notes["alice"])),
         Refused(404, "not_found"), _not_record_one),
-    # issue 17 §6: an id is ASCII digits, the whole string; a prefix of one is not an id
+    # an id is ASCII digits, the whole string; a prefix of one is not an id
     Row("an existing id then NUL (/records/ID%00)", "GET /records/{id}",
         lambda w: w.get(f"/records/{w.baseline}%00", **w.auth(w.notes["alice"])),
         Refused(404, "not_found"), _not_record_one),
@@ -561,7 +561,7 @@ ROWS = HTTP_ROWS + CLI_ROWS + [
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r.where}: {r.kind}" for r in ROWS])
 def test_bad_input(row: Row, request):
-    """issue 8 §5 (and §1.4, §1.5): each kind of bad input has its one clear outcome — a 4xx in
+    """Each kind of bad input has its one clear outcome — a 4xx in
     the `{error, message}` shape, a one-line error, or acceptance and then done or a halt with a
     reason; none a 500 or a traceback, none stuck, nothing else disturbed."""
     if row.where == "environment":
@@ -584,7 +584,7 @@ def test_bad_input(row: Row, request):
         assert after == baseline
     # nothing stuck: every record is done, halted, or (not yet worked on) at created untouched
     with w.db.transaction() as conn:
-        stuck = conn.execute("SELECT id, stage FROM records WHERE stage <> 'done' AND halted_at IS NULL "
+        stuck = conn.execute("SELECT record_id, stage FROM steps WHERE stage <> 'done' AND halted_at IS NULL "
                              "AND (failures > 0 OR lease_expires_at IS NOT NULL)").fetchall()
     assert stuck == []
 
@@ -597,7 +597,7 @@ def table() -> str:
 
 
 def test_reliability_md_shows_this_table():
-    """issue 8 "Done means": RELIABILITY.md's bad-input table is exactly the table tested here."""
+    """RELIABILITY.md's bad-input table is exactly the table tested here."""
     text = (ROOT / "RELIABILITY.md").read_text()
     section = text.split("## Bad input", 1)[1].split("\n## ", 1)[0]
     assert table() in section, "regenerate with: python tests/test_bad_input.py"

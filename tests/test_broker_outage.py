@@ -1,4 +1,4 @@
-"""A broker that is unreachable at start, or lost while the scheduler runs (issue 8 §1.6).
+"""A broker that is unreachable at start, or lost while the scheduler runs, is one clear line.
 
 The broker is made unreachable through a relay this test owns in front of the shared Redis or
 RabbitMQ (its connections dropped, its port closed, then opened again on the same port); the
@@ -31,7 +31,7 @@ BROKERS = {
 @pytest.mark.parametrize("command", [("-m", "transcriber.cli", "scheduler"),
                                      ("-m", "dramatiq", "actors", "--processes", "1", "--threads", "1")])
 def test_unreachable_amqp_broker_is_one_line(env, command):
-    """issue 8 §1.6: an AMQP broker on a closed port: the one line naming it, no library
+    """An AMQP broker on a closed port: the one line naming it, no library
     traceback or log lines of pika before it (dramatiq's own start/stop lines aside)."""
     url = f"amqp://guest:guest@127.0.0.1:{free_port()}/%2F"
     done = subprocess.run([sys.executable, *command], env={**env, "TRANSCRIBER_BROKER_URL": url}, cwd=ROOT,
@@ -62,7 +62,7 @@ class Log:
 
 @pytest.mark.parametrize("kind", sorted(BROKERS))
 def test_scheduler_says_once_that_the_broker_is_lost_and_once_that_it_is_back(env, tmp_path, kind):
-    """issue 8 §1.6: while the broker is down the scheduler logs ONE warning when it is lost and
+    """While the broker is down the scheduler logs ONE warning when it is lost and
     ONE line when it is back (with the wake-ups it could not send), no traceback per tick."""
     upstream_port, url = BROKERS[kind]
     if not listening(upstream_port):

@@ -1,5 +1,5 @@
 """The owner's page and the panel in a real headless Chromium, against a live server with real
-workers and PostgreSQL (issue 9 tests).
+workers and PostgreSQL.
 
 Debian's `chromium` is driven by Playwright for Python (`executable_path`; no browser is ever
 downloaded). Where no Chromium is installed the tests are skipped with that reason. Every request
@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, save_turns
 from test_http import make_api  # noqa: F401  (fixture)
 
 SAMPLE = ROOT / "transcriber" / "samples" / "hello.ogg"
@@ -99,10 +99,10 @@ STAGES_SEEN = """() => {
 
 
 def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shots):
-    """issue 9 §1 and tests: sign in (a wrong token refused), upload a real recording (picker) and
-    a refused file (drag and drop, the API's reason beside its name), watch it reach done live
-    without a reload, play from a segment, download srt, edit title and topics; another owner
-    sees none of it; the Russian page and the switch; delete with confirmation; no request
+    """The owner's page end to end: sign in (a wrong token refused), upload a real recording
+    (picker) and a refused file (drag and drop, the API's reason beside its name), watch it reach
+    done live without a reload, play from a segment, download srt, edit title and topics; another
+    owner sees none of it; the Russian page and the switch; delete with confirmation; no request
     leaves 127.0.0.1."""
     api = make_api()
     api.start_workers()
@@ -184,7 +184,7 @@ def test_owner_signs_in_uploads_and_watches_it_done_live(make_api, browser, shot
 
 
 def test_docs_render_offline(make_api, browser, shots):
-    """issue 9 §5: /docs renders Swagger UI in the browser with no request beyond 127.0.0.1."""
+    """The API docs work offline: /docs renders Swagger UI in the browser with no request beyond 127.0.0.1."""
     api = make_api()
     watched = Watched(browser, base_of(api))
     page = watched.context().new_page()
@@ -195,7 +195,7 @@ def test_docs_render_offline(make_api, browser, shots):
 
 
 def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shots, db):
-    """issue 9 §3 and tests: the owner's list shows the halt reason in plain words; an operator
+    """The panel end to end: the owner's list shows the halt reason in plain words; an operator
     (not an owner's token) signs in to /admin, sees the figures and the halted record with its
     owner, reason, error, stage and age, reads its journal, presses Resume; the owner's live
     list shows it back at work and then done; the journal has `resumed` by the operator, origin
@@ -252,7 +252,7 @@ def test_operator_resumes_a_halted_record_from_the_panel(make_api, browser, shot
 
 
 def test_records_in_pages_and_an_oversized_upload(make_api, browser, store):
-    """issue 9 §1: the list is newest first in pages of 20 (Older / Newer), and a file over
+    """The list is newest first in pages of 20 (Older / Newer), and a file over
     TRANSCRIBER_MAX_UPLOAD_MB shows the API's too-large reason beside its name."""
     from conftest import add_record
 
@@ -278,7 +278,7 @@ def test_records_in_pages_and_an_oversized_upload(make_api, browser, store):
 
 
 def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, store, db):
-    """issue 9 §1: while recognising, the list shows seconds done of the total (and a bar); a
+    """While recognising, the list shows seconds done of the total (and a bar); a
     record waiting out a pause shows its failed attempts and when it tries again; both in
     Russian too; a disabled owner's page shows the API's reason."""
     from conftest import add_record
@@ -288,10 +288,11 @@ def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, s
     dana = store.owner_by_name("dana")
     working, paused = add_record(store, dana, title="working"), add_record(store, dana, title="paused")
     with db.transaction() as conn:  # the columns a running recognition and a failed attempt leave
-        conn.execute("UPDATE records SET stage = 'converted', duration_seconds = 95, progress_seconds = 42,"
-                     " claim_token = 7, lease_expires_at = now() + interval '10 minutes' WHERE id = %s", (working,))
-        conn.execute("UPDATE records SET failures = 2, retry_after = now() + interval '10 minutes'"
-                     " WHERE id = %s", (paused,))
+        conn.execute("UPDATE records SET stage = 'converted', duration_seconds = 95 WHERE id = %s", (working,))
+        conn.execute("UPDATE steps SET step = 'recognize', stage = 'converted', progress_seconds = 42, claim_token = 7,"
+                     " lease_expires_at = now() + interval '10 minutes' WHERE record_id = %s", (working,))
+        conn.execute("UPDATE steps SET failures = 2, retry_after = now() + interval '10 minutes'"
+                     " WHERE record_id = %s", (paused,))
     watched = Watched(browser, base_of(api))
     page = watched.signed_in(token)
     row = page.wait_for_selector(f"#record-{working}")
@@ -310,12 +311,12 @@ def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, s
 
 
 def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp_path):
-    """Issue 18 §Browser: the owner's search box lists hits grouped by recording, the matched
+    """The owner's search box lists hits grouped by recording, the matched
     words marked; a hit's time link opens the record's page playing from that second with its
-    segment highlighted; the same in Russian; another owner's words are not found. Issue 19
-    §Names: the box's speaker field (a label or the owner's name for it) keeps that speaker's hits."""
-    from actors.diarizing import save_turns
+    segment highlighted; the same in Russian; another owner's words are not found. The box's
+    speaker field (a label or the owner's name for it) keeps that speaker's hits."""
     from conftest import policy
+    from domain.stages import Step
     from media import encode
     from searching import done_record
     from test_search import RUSSIAN, TALK
@@ -329,7 +330,7 @@ def test_search_box_opens_the_record_playing_from_the_hit(make_api, browser, tmp
     russian = done_record(api.store, owner_id, RUSSIAN, language="ru", title="Отчёт")
     done_record(api.store, api.store.owner_by_name("erin")["id"], [(0.0, 2.0, "erin's pipeline")])
     spoken = done_record(api.store, owner_id, SPOKEN, title="Budget", diarize=True, words=True)
-    assert save_turns(api.store, api.store.claim_speakers(policy()), TURNS)  # S1 0–6 s, S2 after
+    assert save_turns(api.store, api.store.claim(Step.DIARIZE, policy()), TURNS)  # S1 0–6 s, S2 after
     assert api.store.name_speakers(spoken, owner_id, {"S1": "Alice"})
     watched = Watched(browser, base_of(api))
 

@@ -1,4 +1,4 @@
-"""The pages with retention and quotas (issue 16 §2), in a real Chromium: the owner's list shows
+"""The pages with retention and quotas, in a real Chromium: the owner's list shows
 what the owner uses of its quota, a record whose original retention deleted says so where the
 player was, and the panel shows each owner's audio hours, stored bytes and quota."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this ma
 
 
 def test_page_shows_usage_and_expired_audio(make_api, browser, store, db):  # noqa: F811
-    """Issue 16 §2: the list shows the owner's audio hours, stored MB and quota; a done record
+    """The list shows the owner's audio hours, stored MB and quota; a done record
     whose original expired shows the retention line instead of a player; /admin lists the owner
     with its hours, stored bytes and quota."""
     api = make_api()

@@ -1,5 +1,5 @@
 """Browser sessions shared by two `transcriber serve` processes, in a real headless Chromium
-(issue 17 §3). Skipped where no Chromium is installed, as tests/test_browser.py is."""
+(they are kept in PostgreSQL). Skipped where no Chromium is installed, as tests/test_browser.py is."""
 from __future__ import annotations
 
 from conftest import add_record
@@ -9,7 +9,7 @@ from test_shared_sessions import two_serves  # noqa: F401  (fixture)
 
 def test_a_browser_signed_in_on_one_serve_works_through_another_and_across_restarts(
         store, owner, two_serves, browser):  # noqa: F811
-    """Issue 17 §3 browser test: sign in on one `serve`, keep working through a second `serve` on
+    """Sign in on one `serve`, keep working through a second `serve` on
     another port with the same cookie (the browser sends 127.0.0.1's cookies to every port),
     restart both, still signed in; sign out on one ends it on both."""
     token = store.new_token("alice")

@@ -1,4 +1,4 @@
-"""Speakers on the record's page (issue 19 §Names, §Tests), in a real Chromium: each speaker's
+"""Speakers on the record's page, in a real Chromium: each speaker's
 label in a colour of its own beside its text, the owner names them in the page (CSRF-protected,
 through `PATCH /records/{id}`) and the name shows at once, then in every download; a record
 without speaker labels says why. The records are made done by the pipeline's own statements and
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.diarizing import save_turns
-from conftest import policy
+from conftest import policy, save_turns
 from domain.claims import HaltReason
+from domain.stages import Step
 from searching import done_record
 from test_browser import CHROMIUM, WAIT_MS, Watched, base_of, browser, shots  # noqa: F401  (fixtures)
 from test_http import make_api  # noqa: F401  (fixture)
@@ -30,7 +30,7 @@ COLOUR = "chip => getComputedStyle(chip).borderLeftColor"
 
 
 def test_speakers_are_coloured_named_in_the_page_and_in_every_download(make_api, browser, shots, store):  # noqa: F811
-    """Issue 19 §Names, §Tests: a done record says its speakers are being found, and shows them when
+    """A done record says its speakers are being found, and shows them when
     the diarize step saves them; two speakers show two labels in two colours, each beside its text;
     naming S1 "Alice" in the page shows "Alice" at once (no reload, same colours) and then in the
     srt, vtt, txt and json downloads; a record whose diarization halted says why it has no
@@ -39,7 +39,7 @@ def test_speakers_are_coloured_named_in_the_page_and_in_every_download(make_api,
     token = api.token("erin")
     erin = store.owner_by_name("erin")["id"]
     halted = done_record(store, erin, TALK[:1], title="Stopped", diarize=True, words=True)
-    assert store.speakers_halt(store.claim_speakers(policy()), HaltReason.ATTEMPTS_EXHAUSTED, "boom")
+    assert store.halt(store.claim(Step.DIARIZE, policy()), HaltReason.ATTEMPTS_EXHAUSTED, "boom")
     record = done_record(store, erin, TALK, title="Budget call", diarize=True, words=True)
 
     watched = Watched(browser, base_of(api))
@@ -48,7 +48,7 @@ def test_speakers_are_coloured_named_in_the_page_and_in_every_download(make_api,
     page.goto(watched.base + f"/view/{record}")
     page.wait_for_selector("#speakers-note[data-state=pending]:has-text('Finding who speaks')", timeout=WAIT_MS)
     page.evaluate("window.notReloaded = true")
-    assert save_turns(store, store.claim_speakers(policy()), TURNS)   # the diarize step finishes after done
+    assert save_turns(store, store.claim(Step.DIARIZE, policy()), TURNS)   # the diarize step finishes after done
     page.wait_for_selector(f"{CHIPS}[data-speaker=S2]", timeout=WAIT_MS)
     chips = page.query_selector_all(CHIPS)
     assert [chip.inner_text() for chip in chips] == ["Speaker 1", "Speaker 2"]

@@ -1,4 +1,4 @@
-"""`transcriber check`: INV-1 and INV-2 verified over the whole database (issue 8 §4).
+"""`transcriber check`: INV-1 and INV-2 verified over the whole database.
 
 A sound database passes; each violation, planted directly with SQL, is reported by its rule,
 with a line in the text output, in `--json`, and exit status 1.
@@ -51,7 +51,7 @@ def sound(store, owner, tmp_path, hears_word_a_second):
 
 
 def test_a_sound_database_passes(sound, store, env):
-    """Issue 8 §4: every record done, eligible, claimed, waiting or halted with a reason: exit 0,
+    """INV-1: every record done, eligible, claimed, waiting or halted with a reason: exit 0,
     each state counted, no violation."""
     report = check(Facts(store.db))
     assert report.sound, report.violations
@@ -64,25 +64,27 @@ def test_a_sound_database_passes(sound, store, env):
 
 
 def test_an_empty_database_passes(env):
-    """Issue 8 §4: nothing accepted yet is sound too."""
+    """Nothing accepted yet is sound too."""
     done = run_check(env)
     assert done.returncode == 0 and "0 records" in done.stdout
 
 
 PLANTS = {
     # rule: (statement, which record of the sound database it breaks)
-    "token_without_lease": ("UPDATE records SET lease_expires_at = NULL WHERE id = %(id)s", "claimed"),
-    "lease_without_token": ("UPDATE records SET lease_expires_at = now() + interval '1 minute' WHERE id = %(id)s",
+    "token_without_lease": ("UPDATE steps SET lease_expires_at = NULL WHERE record_id = %(id)s", "claimed"),
+    "lease_without_token": ("UPDATE steps SET lease_expires_at = now() + interval '1 minute' WHERE record_id = %(id)s",
                             "eligible"),
-    "lease_beyond_any_claim": ("UPDATE records SET lease_expires_at = now() + interval '10 years' WHERE id = %(id)s",
-                               "claimed"),
-    "pause_beyond_any_retry": ("UPDATE records SET retry_after = 'infinity' WHERE id = %(id)s", "waiting"),
-    "halt_without_reason": ("UPDATE records SET halt_reason = '' WHERE id = %(id)s", "halted"),
-    "halt_not_journaled": ("UPDATE records SET halted_at = now(), halt_reason = 'stage_time_limit' WHERE id = %(id)s",
-                           "eligible"),
+    "lease_beyond_any_claim": ("UPDATE steps SET lease_expires_at = now() + interval '10 years' "
+                               "WHERE record_id = %(id)s", "claimed"),
+    "pause_beyond_any_retry": ("UPDATE steps SET retry_after = 'infinity' WHERE record_id = %(id)s", "waiting"),
+    "halt_without_reason": ("UPDATE steps SET halt_reason = '' WHERE record_id = %(id)s", "halted"),
+    "halt_not_journaled": ("UPDATE steps SET halted_at = now(), halt_reason = 'stage_time_limit' "
+                           "WHERE record_id = %(id)s", "eligible"),
+    "no_step": ("DELETE FROM steps WHERE record_id = %(id)s", "eligible"),
+    "step_out_of_stage": ("INSERT INTO steps (record_id, step, stage, owner_id, claim_token, lease_expires_at) "
+                          "SELECT id, 'recognize', 'converted', owner_id, nextval('claim_tokens'), "
+                          "now() + interval '1 minute' FROM records WHERE id = %(id)s", "done"),
     "done_without_text": ("UPDATE records SET transcript = NULL WHERE id = %(id)s", "done"),
-    "done_still_claimed": ("UPDATE records SET claim_token = nextval('claim_tokens'), "
-                           "lease_expires_at = now() + interval '1 minute' WHERE id = %(id)s", "done"),
     "converted_audio_kept": ("UPDATE records SET converted_blob_id = original_blob_id WHERE id = %(id)s", "done"),
     "windows_out_of_line": ("DELETE FROM record_windows WHERE record_id = %(id)s", "done"),
     "points_at_incomplete_audio": ("UPDATE blobs SET completed_at = NULL WHERE id = "
@@ -105,7 +107,7 @@ def check_here(env, monkeypatch, capsys, *args):
 
 @pytest.mark.parametrize("rule", sorted(PLANTS))
 def test_each_planted_violation_is_reported(rule, sound, db, env, monkeypatch, capsys):
-    """Issue 8 §4: a record planted out of every state INV-1 allows (or reaching a stage twice)
+    """A record planted out of every state INV-1 allows (or reaching a stage twice)
     is reported by its rule and id: a line in the output, exit 1, and in --json."""
     statement, which = PLANTS[rule]
     record_id = sound[which]
@@ -121,7 +123,7 @@ def test_each_planted_violation_is_reported(rule, sound, db, env, monkeypatch, c
 
 
 def test_orphaned_audio_beyond_the_sweeps_grace_is_reported(sound, db, store, env):
-    """Issue 8 §4: audio no record points at is a violation once older than the sweep's grace;
+    """Audio no record points at is a violation once older than the sweep's grace;
     a fresh one (a conversion still under way) is not."""
     fresh, _ = store.store_blob([b"pcm"], "audio/pcm")
     old, _ = store.store_blob([b"pcm"], "audio/pcm")
@@ -139,9 +141,9 @@ def test_orphaned_audio_beyond_the_sweeps_grace_is_reported(sound, db, store, en
 
 
 def test_many_violations_each_get_a_line(sound, db, env):
-    """Issue 8 §4: one line per violation, however many there are."""
+    """One line per violation, however many there are."""
     plant(db, "UPDATE records SET transcript = NULL WHERE id = %(id)s", {"id": sound["done"]})
-    plant(db, "UPDATE records SET lease_expires_at = NULL WHERE id = %(id)s", {"id": sound["claimed"]})
+    plant(db, "UPDATE steps SET lease_expires_at = NULL WHERE record_id = %(id)s", {"id": sound["claimed"]})
     done = run_check(env)
     assert done.returncode == 1
     assert sum(line.startswith("record ") for line in done.stdout.splitlines()) == 2

@@ -6,7 +6,7 @@ import time
 
 from loguru import logger
 
-from conftest import add_record, kinds, policy, run_together
+from conftest import add_record, kinds, policy, run_together, save_result
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -97,14 +97,14 @@ def test_selection_order_is_stage_entry_then_id(store, owner, db):
         # The same stage-entry time for all, written in reverse id order so that the table's
         # physical order is the reverse too: only the id tie-breaker gives ascending ids.
         for record_id in reversed(ids):
-            conn.execute("UPDATE records SET stage_entered_at = date_trunc('minute', now()) "
-                         "WHERE id = %s", [record_id])
+            conn.execute("UPDATE steps SET entered_at = date_trunc('minute', now()) "
+                         "WHERE record_id = %s", [record_id])
     claimed = [store.claim(Step.CONVERT, policy()).record_id for _ in ids]
     assert claimed == sorted(ids)
 
 
 def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url):
-    """Issue 8 §6, P2: the claim order's id tie-break is in the statement, not an accident of the
+    """P2: the claim order's id tie-break is in the statement, not an accident of the
     claim index. Records tie on stage-entry time and lie in the table in reverse id order; a
     claimer whose plan cannot use the index (a sequential scan and a sort, as after the index
     is dropped or the planner prefers the table) still claims them in ascending id order."""
@@ -115,9 +115,9 @@ def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url
     ids = [add_record(store, owner) for _ in range(6)]
     with store.db.transaction() as conn:
         for record_id in reversed(ids):  # each row's new version lands after the last one written
-            conn.execute("UPDATE records SET stage_entered_at = date_trunc('minute', now()) "
-                         "WHERE id = %s", [record_id])
-        physical = [r["id"] for r in conn.execute("SELECT id FROM records ORDER BY ctid").fetchall()]
+            conn.execute("UPDATE steps SET entered_at = date_trunc('minute', now()) "
+                         "WHERE record_id = %s", [record_id])
+        physical = [r["record_id"] for r in conn.execute("SELECT record_id FROM steps ORDER BY ctid").fetchall()]
     assert physical == ids[::-1]
     no_index = "-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off"
     with Database(make_conninfo(database_url, options=no_index), max_size=1) as scanning:
@@ -137,7 +137,7 @@ def test_stress_every_record_claimed_and_saved_once(store, owner):
             claim = store.claim(Step.CONVERT, policy())
             if claim is NO_WORK:
                 return claim
-            assert store.save_result(claim, {"duration_seconds": 1.0})
+            assert save_result(store, claim, {"duration_seconds": 1.0})
             with lock:
                 saved.append(claim.record_id)
 
@@ -160,9 +160,10 @@ def test_claim_and_save_log_lines_carry_the_record(store, owner):
     sink = logger.add(lambda message: lines.append(message.record), level="DEBUG")
     try:
         claim = store.claim(Step.CONVERT, policy())
-        assert store.save_result(claim, {"duration_seconds": 1.0})
+        assert save_result(store, claim, {"duration_seconds": 1.0})
     finally:
         logger.remove(sink)
     about = [(line["level"].name, line["extra"]) for line in lines if line["extra"].get("record_id") == record_id]
-    assert about == [("DEBUG", {"record_id": record_id, "stage": "created", "event": "claimed"}),
-                     ("DEBUG", {"record_id": record_id, "stage": "converted", "event": "advanced"})]
+    assert about == [("DEBUG", {"record_id": record_id, "stage": "created", "event": "claimed", "step": "convert"}),
+                     ("DEBUG", {"record_id": record_id, "stage": "converted", "event": "advanced",
+                                "step": "convert"})]

@@ -1,4 +1,4 @@
-"""The claim index holds claimable rows only (issue 10 §2): done and halted rows are not in it,
+"""The claim index holds claimable rows only: done and halted rows are not in it,
 and paused or leased records are not scanned ahead of the eligible ones."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 
 from psycopg.types.json import Jsonb
 
-from conftest import add_record, policy
-from db.queries import query
+from conftest import add_record, policy, save_result
+from db.queries import compose, query
 from domain.stages import Step
 
-PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 3600, "holder": "a test"}
+PARAMS = {"step": "convert", "lease_seconds": 60, "time_limit_seconds": 3600, "holder": "a test"}
 
 
 def _plan(conn, analyze: bool = False) -> dict:
@@ -32,53 +32,57 @@ def _paused_at_the_head(store, owner, count: int) -> int:
     blob, _ = store.store_blob([b"x"], "application/octet-stream")
     with store.db.transaction() as conn:
         conn.execute(
-            "INSERT INTO records (owner_id, original_blob_id, stage_entered_at, retry_after, failures) "
-            "SELECT %(owner)s, %(blob)s, now() - interval '1 hour', now() + interval '1 hour', 1 "
-            "FROM generate_series(1, %(count)s)",
+            "WITH accepted AS (INSERT INTO records (owner_id, original_blob_id) "
+            "                  SELECT %(owner)s, %(blob)s FROM generate_series(1, %(count)s) RETURNING id) "
+            "INSERT INTO steps (record_id, step, stage, owner_id, entered_at, retry_after, failures) "
+            "SELECT id, 'convert', 'created', %(owner)s, now() - interval '1 hour', now() + interval '1 hour', 1 "
+            "FROM accepted",
             {"owner": owner["id"], "blob": blob, "count": count})
-        conn.execute("ANALYZE records")
+        conn.execute("ANALYZE steps")
     return add_record(store, owner)
 
 
 def test_the_claim_uses_the_partial_indexes_in_a_generic_plan(store, owner):
-    """issue 10 §2, issue 16 §1: EXPLAIN of the claim (generic plan, as prepared statements get)
-    scans records_turns and records_retrying, whose rows are claimable ones only, and records_held,
+    """EXPLAIN of the claim (generic plan, as prepared statements get)
+    scans steps_turns and steps_retrying, whose rows are claimable ones only, and steps_held,
     the claimed ones; none holds the lease."""
     add_record(store, owner)
     with store.db.transaction() as conn:
         plan = _plan(conn)
         definitions = [conn.execute("SELECT pg_get_indexdef(%s::regclass) AS d", [name]).fetchone()["d"]
-                       for name in ("records_turns", "records_retrying", "records_held")]
-    assert {"records_turns", "records_retrying", "records_held"} <= {n.get("Index Name") for n in _nodes(plan["Plan"])}
+                       for name in ("steps_turns", "steps_retrying", "steps_held")]
+    assert {"steps_turns", "steps_retrying", "steps_held"} <= {n.get("Index Name") for n in _nodes(plan["Plan"])}
     assert "WHERE ((queued_at IS NOT NULL) AND (failures = 0))" in definitions[0]
     assert "lease" not in " ".join(definitions) and "available_at" not in " ".join(definitions)
 
 
 def test_lease_renewals_and_checkpoints_are_hot_updates(store, owner):
-    """Issue 16 §1: renewing a lease or saving a checkpoint writes no index of records (a HOT
+    """Renewing a lease or saving a checkpoint writes no index of steps (a HOT
     update): the claim's indexes do not hold the lease, so a running step costs one heap tuple a
-    renewal. Counted by the server in one transaction (with records_claimable, 0 of 6)."""
+    renewal. Counted by the server in one transaction."""
     record_id = add_record(store, owner)
     claim = store.claim(Step.CONVERT, policy())
     assert claim.record_id == record_id
-    renew, checkpoint = query("renew_lease"), query("checkpoint")
-    counted = ("SELECT pg_stat_get_xact_tuples_updated('records'::regclass) AS updated, "
-               "pg_stat_get_xact_tuples_hot_updated('records'::regclass) AS hot")
+    renew = query("renew_lease")
+    checkpoint = compose("checkpoint", kept=query("checkpoint_recognize"))
+    counted = ("SELECT pg_stat_get_xact_tuples_updated('steps'::regclass) AS updated, "
+               "pg_stat_get_xact_tuples_hot_updated('steps'::regclass) AS hot")
     with store.db.transaction() as conn:
         # the counts pending in this backend (an earlier statement's, not yet reported) come first
         before = conn.execute(counted).fetchone()
         for n in range(5):
-            conn.execute(renew, {"id": record_id, "token": claim.token, "lease_seconds": 60 + n,
+            conn.execute(renew, {"id": record_id, "step": "convert", "token": claim.token, "lease_seconds": 60 + n,
                                  "progress_seconds": float(n)})
-        conn.execute(checkpoint, {"id": record_id, "token": claim.token, "from_seconds": 0.0, "to_seconds": 1.0,
-                                  "segments": Jsonb([]), "language": None, "language_probability": None,
-                                  "suppressed": Jsonb([]), "lease_seconds": 60})
+        conn.execute(checkpoint, {"id": record_id, "step": "convert", "token": claim.token, "from_seconds": 0.0,
+                                  "to_seconds": 1.0, "segments": Jsonb([]), "language": None,
+                                  "language_probability": None, "suppressed": Jsonb([]), "lease_seconds": 60,
+                                  "detail": Jsonb({})})
         after = conn.execute(counted).fetchone()
     assert (after["updated"] - before["updated"], after["hot"] - before["hot"]) == (6, 6)
 
 
 def test_done_and_halted_rows_are_not_in_the_index(store, owner):
-    """issue 10 §2: a done or halted record leaves the claim index; a resumed one comes back."""
+    """A done or halted record leaves the claim index; a resumed one comes back."""
     from domain.claims import HaltReason
     from domain.resume import resume
 
@@ -87,25 +91,25 @@ def test_done_and_halted_rows_are_not_in_the_index(store, owner):
     def indexed() -> set[int]:
         with store.db.transaction() as conn:
             conn.execute("SET enable_seqscan = off")
-            rows = conn.execute("SELECT id FROM records WHERE queued_at IS NOT NULL").fetchall()
-        return {row["id"] for row in rows}
+            rows = conn.execute("SELECT record_id FROM steps WHERE queued_at IS NOT NULL").fetchall()
+        return {row["record_id"] for row in rows}
 
     claim = store.claim(Step.CONVERT, policy())
     assert claim.record_id == first
     store.halt(claim, HaltReason.UNDECODABLE_AUDIO, "no")
     assert indexed() == {second}
     claim = store.claim(Step.CONVERT, policy())
-    assert indexed() == set()  # claimed: in records_held, not queued
-    store.save_result(claim, {"duration_seconds": 1.0})
+    assert indexed() == set()  # claimed: in steps_held, not queued
+    save_result(store, claim, {"duration_seconds": 1.0})
     claim = store.claim(Step.RECOGNIZE, policy())
-    store.save_result(claim, {"engine": "x"})
+    save_result(store, claim, {"engine": "x"})
     assert indexed() == set()
     resume(store, first)
     assert indexed() == {first}
 
 
 def test_paused_records_at_the_head_are_not_scanned(store, owner):
-    """issue 10 §2: with 5000 paused records ahead of one eligible record, the claim reads a
+    """With 5000 paused records ahead of one eligible record, the claim reads a
     handful of index pages, not the paused rows, and claims the eligible one."""
     eligible = _paused_at_the_head(store, owner, 5000)
     with store.db.transaction() as conn, conn.transaction(force_rollback=True):

@@ -1,5 +1,6 @@
-"""Who spoke when as a step of the pipeline, on real PostgreSQL and real recorded speech.
-Skipped, saying so, where the `speakers` extra is not installed."""
+"""Who spoke when as a step of the pipeline, durable like the others, its outputs and the
+speakers' names, on real PostgreSQL and real recorded speech. Skipped, saying so, where the
+`speakers` extra is not installed."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from actors.work import Outcome, run_once
 from audio import speakers
 from audio.decode import SAMPLE_RATE, pcm16k
 from audio.formats import render_record
-from conftest import ROOT, drop_queue, kinds, listening, policy, settings, wait_until
+from conftest import ROOT, drop_queue, kinds, listening, policy, save_turns, settings, wait_until
 from domain.card import card
 from domain.claims import NO_WORK
 from domain.resume import NotHalted, resume
@@ -84,8 +85,9 @@ def _done_cheaply(store, owner, path, the_settings, monkeypatch) -> int:
 
 
 def test_done_first_then_speakers_and_every_format_labels_them(store, owner, conversation):
-    """The record reaches done with its text readable while
-    speakers are pending; the diarize step then finds two speakers, and srt/vtt/txt/json label them."""
+    """Speakers come after done and label every format: the record reaches done with its text
+    readable while speakers are pending; the diarize step then finds two speakers, and
+    srt/vtt/txt/json label them."""
     on = settings(diarize="auto")
     record = _done(store, owner, conversation, on)
     shown = card(store.card_row(record))
@@ -107,20 +109,53 @@ def test_done_first_then_speakers_and_every_format_labels_them(store, owner, con
     assert run_once(store, on, Step.DIARIZE) is NO_WORK  # worked once
 
 
+def test_a_speaker_change_inside_speech_is_saved(store, owner, monkeypatch):
+    """One reader asked for two speakers: the clusters change inside continuous speech, where
+    neighbouring windows overlap, and the turns found there are saved like any (they once carried
+    numpy numbers that JSON refuses, and the save failed every time)."""
+    on = settings(diarize="auto")
+    record = _done_cheaply(store, owner, READER, on, monkeypatch)
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE records SET speakers_wanted = '2' WHERE id = %s", [record])
+    assert run_once(store, on, Step.DIARIZE) is Outcome.SAVED
+    turns = store.transcript(record)["turns"]
+    assert {t["speaker"] for t in turns} == {"S1", "S2"}
+    assert all(type(t["start"]) is float and type(t["end"]) is float for t in turns)
+
+
+def test_a_diarize_save_that_raises_is_a_failed_attempt_at_once(store, owner, monkeypatch):
+    """P4 for the diarize step's save: an exception there is a failed attempt recorded under the
+    token at once (attempts counted on the card), not a claim left to run out its lease."""
+    on = settings(diarize="auto", diarize_lease_seconds=3600, backoff_seconds=0)
+    record = _done_cheaply(store, owner, TALKER, on, monkeypatch)
+    saving = store.save
+
+    def broken(*args, **kwargs):
+        raise TypeError("Object of type float32 is not JSON serializable")
+
+    monkeypatch.setattr(store, "save", broken)
+    assert run_once(store, on, Step.DIARIZE) is Outcome.FAILED
+    assert card(store.card_row(record))["speakers"] | {"names": None} == {
+        "state": "pending", "reason": None, "error": None, "asked": "auto", "names": None, "attempts": 1}
+    assert [e["attempt"] for e in _diarize_journal(store, record, "failed")] == [1]
+    monkeypatch.setattr(store, "save", saving)
+    assert run_once(store, on, Step.DIARIZE) is Outcome.SAVED
+
+
 def test_a_run_stopped_after_a_window_goes_on_from_its_checkpoint(store, owner, long_conversation, monkeypatch):
-    """Checkpointed for long recordings: a diarize run whose worker stops right after
+    """Diarization is checkpointed for long recordings: a diarize run whose worker stops right after
     its first window gives its claim back with that window's embeddings saved; the next run
     goes on from there (no window embedded twice) and finds both speakers."""
     on = settings(diarize="auto")
     record = _done_cheaply(store, owner, long_conversation, on, monkeypatch)
-    stop, saving = threading.Event(), store.speakers_checkpoint
+    stop, saving = threading.Event(), store.checkpoint
 
     def then_stop(*args, **kwargs):
         saved = saving(*args, **kwargs)
         stop.set()  # the worker is told to stop (SIGTERM) right after the window is saved
         return saved
 
-    monkeypatch.setattr(store, "speakers_checkpoint", then_stop)
+    monkeypatch.setattr(store, "checkpoint", then_stop)
     assert run_once(store, on, Step.DIARIZE, stop) is Outcome.ABANDONED
     monkeypatch.undo()
     assert run_once(store, on, Step.DIARIZE) is Outcome.SAVED
@@ -141,7 +176,7 @@ def test_a_worker_killed_during_diarization_loses_nothing(store, long_conversati
     processes: a `dramatiq actors` worker is killed with SIGKILL (its whole
     process group) after its diarize run saved the first window's embeddings. While it is dead
     the record is done and its text served. A second worker, starting on this machine, sees the
-    claim's holder has ended and takes the speakers row over at once (journaled `holder_gone`; its
+    claim's holder has ended and takes its diarize step over at once (journaled `holder_gone`; its
     600 s lease is not waited out), goes on from the checkpoint (the first window is not
     embedded again) and saves both speakers; the database's invariants hold."""
     if not listening(6379):
@@ -182,7 +217,9 @@ def test_a_worker_killed_during_diarization_loses_nothing(store, long_conversati
     speakers_now = app.get(f"/records/{record}", headers=auth).json()["speakers"]
     assert speakers_now["state"] == "done", speakers_now  # a halt would name its reason here
     first, second = _diarize_journal(store, record, "claimed")  # the killed claim, the one that took over
-    assert second["lost_leases"] == 1
+    # the killed claim saved a checkpoint before it died: its work was not lost, so its lease is
+    # not counted as lost (the rule of every step's claim)
+    assert second["lost_leases"] == 0
     assert [g["claim_token"] for g in _diarize_journal(store, record, "holder_gone")] == [first["claim_token"]]
     windows = [(c["from_seconds"], c["seconds"], c["claim_token"]) for c in _diarize_journal(store, record, "checkpoint")]
     assert len(windows) >= 2 and windows[0][0] == 0, windows
@@ -201,8 +238,8 @@ def _speakers_settled(app, record, auth) -> bool:
 
 
 def test_the_owner_names_speakers_and_every_text_shows_the_names(store, conversation):
-    """PATCH /records/{id} {"speakers": {"S1": "Alice"}} renames S1 in
-    srt, vtt, txt and json; the pipeline never writes the names; a bad label is refused."""
+    """Speakers are named by their owner: PATCH /records/{id} {"speakers": {"S1": "Alice"}} renames
+    S1 in srt, vtt, txt and json; the pipeline never writes the names; a bad label is refused."""
     on = settings(diarize="auto")
     token = store.add_owner("alice")
     who = store.owner_by_name("alice")
@@ -235,46 +272,54 @@ def test_the_owner_names_speakers_and_every_text_shows_the_names(store, conversa
 
 
 def test_a_stale_diarize_holder_cannot_save(store, owner):
-    """Fenced like the others: a diarize holder whose lease ran out and was claimed
+    """P3, for the diarize step too: a diarize holder whose lease ran out and was claimed
     again has its save refused and journaled; the new holder's save stands."""
     on = settings(diarize="auto")
     record = _done(store, owner, TALKER, on)
     short = policy(lease=1.0)
-    stale = store.claim_speakers(short)
+    stale = store.claim(Step.DIARIZE, short)
     assert stale.record_id == record
-    fresh = wait_until(lambda: store.claim_speakers(short) or None, 30)
+    fresh = wait_until(lambda: store.claim(Step.DIARIZE, short) or None, 30)
     assert fresh.token > stale.token
-    assert not store.save_speakers(stale, [{"start": 0.0, "end": 1.0, "speaker": "S9"}])
-    assert not store.renew_speakers_lease(stale, 60.0)
+    assert not save_turns(store, stale, [{"start": 0.0, "end": 1.0, "speaker": "S9"}])
+    assert not store.renew_lease(stale, 60.0)
     refused = [e for e in store.events(record) if e["kind"] == "save_refused"]
     assert refused and refused[0]["detail"]["step"] == "diarize"
-    assert store.save_speakers(fresh, [{"start": 0.0, "end": 1.0, "speaker": "S1"}])
+    assert save_turns(store, fresh, [{"start": 0.0, "end": 1.0, "speaker": "S1"}])
     assert store.transcript(record)["turns"] == [{"start": 0.0, "end": 1.0, "speaker": "S1"}]
 
 
 def test_check_judges_the_speakers_rows(store, owner):
-    """`transcriber check` knows the side queue: sound after speakers are saved; a
-    speakers row holding a token without a lease is reported, naming its record."""
+    """`transcriber check` knows the diarize step's rows (INV-1): sound after speakers are saved; a
+    diarize step row holding a token without a lease is reported, naming its record."""
     from db.check import Facts
     from domain.invariants import check
 
     on = settings(diarize="auto")
     record = _done(store, owner, TALKER, on)
     assert check(Facts(store.db)).sound  # queued, not yet claimed
-    claim = store.claim_speakers(policy())
+    claim = store.claim(Step.DIARIZE, policy())
     assert check(Facts(store.db)).sound  # claimed under a live lease
-    assert store.save_speakers(claim, [])
-    assert check(Facts(store.db)).sound
     with store.db.transaction() as conn:  # a broken row planted by hand
-        conn.execute("UPDATE record_speakers SET claim_token = 7 WHERE record_id = %(id)s", {"id": record})
+        conn.execute("UPDATE steps SET lease_expires_at = NULL WHERE record_id = %(id)s", {"id": record})
     found = check(Facts(store.db)).violations
-    assert [(v.rule, v.record) for v in found] == [("speakers_claim_half", record), ("speakers_done_still_claimed", record)]
+    assert [(v.rule, v.record) for v in found] == [("token_without_lease", record)]
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE steps SET lease_expires_at = now() + interval '1 minute' WHERE record_id = %(id)s",
+                     {"id": record})
+    assert save_turns(store, claim, [])
+    assert check(Facts(store.db)).sound
+    with store.db.transaction() as conn:  # a second save planted by hand
+        conn.execute("INSERT INTO events (record_id, origin, kind, stage) VALUES (%(id)s, 'pipeline', "
+                     "'speakers_saved', 'done')", {"id": record})
+    found = check(Facts(store.db)).violations
+    assert [(v.rule, v.record) for v in found] == [("speakers_saved_twice", record)]
 
 
 def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypatch):
-    """Fails for good: after its attempts the speakers row is halted with the reason
-    and error on the card, while the record stays done and its text is served; `resume` returns
-    the row to work."""
+    """P4/P5 for the diarize step, without harm to the text: after its attempts its diarize step is
+    halted with the reason and error on the card, while the record stays done and its text is
+    served; `resume` returns the row to work."""
     import actors.diarizing
 
     on = settings(diarize="auto", max_attempts=2, backoff_seconds=0)
@@ -293,7 +338,7 @@ def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypat
     assert "the embedding model broke" in shown["speakers"]["error"]
     assert render_record("txt", store.transcript(record)).strip()
     assert run_once(store, on, Step.DIARIZE) is NO_WORK
-    # the operator's resume returns the speakers row to work; mended, it saves them
+    # the operator's resume returns the diarize step to work; mended, it saves them
     assert resume(store, record, by="ops") == "done"
     assert card(store.card_row(record))["speakers"]["state"] == "pending"
     monkeypatch.undo()
@@ -304,8 +349,9 @@ def test_a_diarize_that_always_fails_halts_speakers_only(store, owner, monkeypat
 
 
 def test_speakers_off_queues_nothing(store, owner, hears_word_a_second):
-    """Configurable: an upload with speakers=off, and any upload under
-    TRANSCRIBER_DIARIZE=off, reaches done with no diarize work and the card says off."""
+    """Speakers can be turned off per upload and for the service: an upload with speakers=off, and
+    any upload under TRANSCRIBER_DIARIZE=off, reaches done with no diarize work and the card says
+    off."""
     hears_word_a_second()  # the words do not matter here, only what is queued after them
     asked_off = _done(store, owner, TALKER, settings(diarize="auto"), speakers_asked="off")
     service_off = _done(store, owner, TALKER, settings(diarize="off"))
@@ -328,8 +374,8 @@ def test_transcribe_with_a_number_of_speakers_prints_their_labels(env, conversat
 
 
 def test_the_openai_answer_waits_for_speakers_asked_for(store, conversation):
-    """OpenAI `verbose_json` too: `speakers=2` on the OpenAI-compatible address makes
-    the answer wait for the speakers, and its segments and words carry them."""
+    """The OpenAI `verbose_json` answer carries speakers too: `speakers=2` on the OpenAI-compatible
+    address makes the answer wait for the speakers, and its segments and words carry them."""
     from web.app import create_app
 
     on = settings(diarize="auto")

@@ -1,4 +1,4 @@
-"""The API docs work on a host with no network (issue 9 §5): every asset of /docs and /redoc
+"""The API docs work on a host with no network: every asset of /docs and /redoc
 is served by the app itself."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from test_http import make_api  # noqa: F401  (the live server fixture)
 
 
 def test_docs_assets_are_served_locally(make_api):
-    """issue 9 §5: the Swagger UI (and ReDoc) pages name only addresses of the app itself, and
+    """The Swagger UI (and ReDoc) pages name only addresses of the app itself, and
     each of them answers 200 — no CDN, no font host."""
     api = make_api()
     for page in ("/docs", "/redoc"):
@@ -28,7 +28,7 @@ def test_docs_assets_are_served_locally(make_api):
 
 
 def test_openapi_names_the_new_addresses(make_api):
-    """issue 9 §2–§5: the OpenAPI document (what /docs shows) has the audio, delete, panel and
+    """The OpenAPI document (what /docs shows) has the audio, delete, panel and
     OpenAI-compatible addresses."""
     paths = make_api().http.get("/openapi.json").json()["paths"]
     assert "get" in paths["/records/{raw_id}/audio"] and "delete" in paths["/records/{raw_id}"]

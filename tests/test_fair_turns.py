@@ -1,8 +1,8 @@
-"""Fair turns between owners (issue 16 §4): the claim takes new work by turn, so one owner's
+"""Fair turns between owners: the claim takes new work by turn, so one owner's
 backlog does not hold up another owner's recording."""
 from __future__ import annotations
 
-from conftest import add_record, policy
+from conftest import add_record, policy, save_result
 from domain.stages import Step
 
 
@@ -19,12 +19,12 @@ def _claim_order(store, step: Step, count: int) -> list[int]:
         claim = store.claim(step, policy())
         order.append(claim.record_id)
         fields = {"duration_seconds": 1.0} if step is Step.CONVERT else {"engine": "x"}
-        assert store.save_result(claim, fields)
+        assert save_result(store, claim, fields)
     return order
 
 
 def test_one_owners_backlog_does_not_hold_up_another(store):
-    """Issue 16 §4: owner A submits 30 records, then owner B one; with one worker, B's record is
+    """Owner A submits 30 records, then owner B one; with one worker, B's record is
     claimed before A's third — at convert and again at recognize — and each owner's records
     keep the order they were submitted in."""
     a, b = _owners(store, "alice", "bob")
@@ -37,7 +37,7 @@ def test_one_owners_backlog_does_not_hold_up_another(store):
 
 
 def test_owners_take_turns_and_a_newcomer_joins_the_current_turn(store):
-    """Issue 16 §4: three owners with backlogs are served in turns (one record each, by id within
+    """Three owners with backlogs are served in turns (one record each, by id within
     a turn); an owner who uploads later joins the turn being served instead of the queue's end,
     and an owner's second upload goes behind its first."""
     a, b, c = _owners(store, "a", "b", "c")

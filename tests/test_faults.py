@@ -1,9 +1,9 @@
-"""Fault injection (issue 8 §3): real worker processes (`dramatiq actors`, each in a process
+"""Fault injection: real worker processes (`dramatiq actors`, each in a process
 group of its own with its recognizer children; in the short profile, a stand-in hears the words
 where the fault is not the recognizer: `Profile.real_words`), real PostgreSQL, a real Redis
 broker this module starts on a port of its own.
 
-Each fault test ends with `transcriber check` (issue 8 §4) answering 0, and prints one line of
+Each fault test ends with `transcriber check` (INV-1, INV-2) answering 0, and prints one line of
 figures (`-s` shows them; RELIABILITY.md keeps them). Two profiles: `short`, the default and the
 one CI runs, and `long`, run by hand: `pytest tests/test_faults.py --faults=long -s`.
 """
@@ -300,7 +300,7 @@ def fleet(tmp_path):
 # --- (a) SIGKILL at random moments ------------------------------------------------------------------
 
 def test_workers_killed_at_random_moments_lose_nothing(store, owner, env, own_redis, fleet, profile, tmp_path):
-    """Issue 8 §3 (a), INV-1, INV-2: two worker processes, each killed with SIGKILL (its whole
+    """Workers killed, INV-1, INV-2: two worker processes, each killed with SIGKILL (its whole
     process group, recognizers included where the profile runs them) at random moments and
     started again, over many records:
     afterwards every record is done with its text, no stage advanced twice, no claim issued
@@ -338,10 +338,11 @@ def test_workers_killed_at_random_moments_lose_nothing(store, owner, env, own_re
 # --- (b) PostgreSQL and the broker restarted mid-run ----------------------------------------------
 
 def test_database_and_broker_restarts_mid_run(env, own_postgres, own_redis, fleet, profile, tmp_path):
-    """Issue 8 §3 (b), INV-1: PostgreSQL (a server of the test's own) stopped with `-m immediate`
-    and started again, later stopped for a while, and the Redis broker killed and started again,
-    all mid-run: the same worker and scheduler processes recover on their own (none restarted by
-    the test), every record ends done, none stuck or lost, none advanced twice, check passes."""
+    """The database and the broker restarted, INV-1: PostgreSQL (a server of the test's own) stopped
+    with `-m immediate` and started again, later stopped for a while, and the Redis broker killed
+    and started again, all mid-run: the same worker and scheduler processes recover on their own
+    (none restarted by the test), every record ends done, none stuck or lost, none advanced twice,
+    check passes."""
     with psycopg.connect(own_postgres.url(), autocommit=True) as conn:
         conn.execute("CREATE DATABASE transcriber")
     database_url = own_postgres.url("transcriber")
@@ -404,10 +405,10 @@ def overlapping_recognitions(store: Store, ids: list[int]) -> int:
 
 
 def test_hung_and_killed_recognizers_lose_no_record_and_no_thread(store, owner, env, own_redis, fleet, tmp_path):
-    """Issue 8 §3 (c), §1.2: in a running two-thread worker process, one recognizer child is
-    stopped (SIGSTOP) and the other killed: every record ends done, the stopped child is killed
-    at its deadline and its run counted as a failed attempt, and afterwards the same worker
-    still recognises on both threads at once (no thread lost)."""
+    """Recognizers hung and killed, each costing one attempt: in a running two-thread worker
+    process, one recognizer child is stopped (SIGSTOP) and the other killed: every record ends done,
+    the stopped child is killed at its deadline and its run counted as a failed attempt, and
+    afterwards the same worker still recognises on both threads at once (no thread lost)."""
     # 3 s of speech: recognised well within the deadline even on a loaded machine, so only the
     # stopped recognizer misses it
     audio = encode(tmp_path / "speech.wav", seconds=3).read_bytes()
@@ -443,9 +444,10 @@ def test_hung_and_killed_recognizers_lose_no_record_and_no_thread(store, owner, 
 # --- (d) a long-open transaction elsewhere --------------------------------------------------------
 
 def test_long_open_transactions_do_not_stop_claims(store, owner, env, database_url, own_redis, fleet, profile, tmp_path):
-    """Issue 8 §3 (d): while another session holds the oldest eligible record's row locked and
-    a third keeps a snapshot open, workers claim and finish every other record (the locked one
-    is skipped, not waited for); once the lock goes, it is done too and check passes."""
+    """Long-held locks and snapshots beside the claims: while another session holds the oldest
+    eligible record's row locked and a third keeps a snapshot open, workers claim and finish every
+    other record (the locked one is skipped, not waited for); once the lock goes, it is done too and
+    check passes."""
     audio = encode(tmp_path / "tiny.wav", seconds=1.5).read_bytes()
     ids = [store.accept(owner["id"], [audio], source_name="tiny.wav") for _ in range(10)]  # ten: the claims skip one locked row among others
     locker = psycopg.connect(database_url)

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import add_record, kinds, policy, run_together
+from conftest import add_record, checkpoint, kinds, policy, run_together, save_result
 from domain.claims import NO_WORK, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -18,7 +18,7 @@ def test_owner_edit_survives_step_save(store, owner):
     claim = store.claim(Step.CONVERT, policy())
     snapshot = store.read_record(claim.record_id)
     assert store.edit(record_id, owner["id"], title="edited", summary="a call", topics=["budget"])
-    assert store.save_result(claim, {"duration_seconds": 12.5})
+    assert save_result(store, claim, {"duration_seconds": 12.5})
     row = store.read_record(record_id)
     assert (row["stage"], row["duration_seconds"]) == ("converted", 12.5)
     assert (row["title"], row["summary"], row["topics"]) == ("edited", "a call", ["budget"])
@@ -31,7 +31,7 @@ def test_step_may_not_write_owner_or_queue_fields(store, owner, field):
     record_id = add_record(store, owner, title="mine")
     claim = store.claim(Step.CONVERT, policy())
     with pytest.raises(ValueError):
-        store.save_result(claim, {"duration_seconds": 1.0, field: "x"})
+        save_result(store, claim, {"duration_seconds": 1.0, field: "x"})
     row = store.read_record(record_id)
     assert (row["stage"], row["title"], row["claim_token"]) == ("created", "mine", claim.token)
 
@@ -44,7 +44,7 @@ def test_claim_moved_on_under_running_step(store, owner):
     time.sleep(0.3)
     current = store.claim(Step.CONVERT, policy())
     assert current.record_id == record_id
-    results = run_together(2, lambda i: store.save_result(
+    results = run_together(2, lambda i: save_result(store, 
         (stale, current)[i], {"duration_seconds": (111.0, 222.0)[i]}))
     assert results == [False, True]
     row = store.read_record(record_id)
@@ -63,7 +63,7 @@ def test_human_resumed_under_running_step(store, owner):
     assert store.halt(halter, HaltReason.UNDECODABLE_AUDIO, "probe failed")
     resume(store, record_id)
     current = store.claim(Step.CONVERT, policy())
-    results = run_together(2, lambda i: store.save_result(
+    results = run_together(2, lambda i: save_result(store, 
         (stale, current)[i], {"duration_seconds": (1.0, 2.0)[i]}))
     assert results == [False, True]
     row = store.read_record(record_id)
@@ -77,7 +77,7 @@ def test_human_resume_then_nobody_claimed_refuses_stale_save(store, owner):
     holder = store.claim(Step.CONVERT, policy())
     assert store.halt(holder, HaltReason.UNDECODABLE_AUDIO, "probe failed")
     resume(store, record_id)
-    assert not store.save_result(holder, {"duration_seconds": 3.0})
+    assert not save_result(store, holder, {"duration_seconds": 3.0})
     row = store.read_record(record_id)
     assert (row["stage"], row["duration_seconds"], row["claim_token"]) == ("created", None, None)
 
@@ -119,7 +119,7 @@ def test_stale_lease_renewal_refused(store, owner):
 
 
 def test_stale_release_refused(store, owner):
-    """Issue 8 §6, P3: a stale holder's give-back (a stopping worker whose lease already ran out
+    """P3: a stale holder's give-back (a stopping worker whose lease already ran out
     and went to another claim) is refused: the current holder keeps its token and lease, and the
     record is not handed to a third claimer."""
     record_id, stale, current, before = _stale_and_current(store, owner)
@@ -132,7 +132,7 @@ def test_stale_release_refused(store, owner):
     assert store.read_record(record_id)["claim_token"] is None
 
 
-# --- checkpoints: a stale holder's window is refused (issue 16 §5) ----------------------------------
+# --- checkpoints: a stale holder's window is refused (P3) -------------------------------------------
 
 def _windows(store, record_id) -> list[tuple]:
     with store.db.connection() as conn:
@@ -149,9 +149,9 @@ def _recognizing(store, owner, lease: float):
     """A converted record claimed for recognition with a lease of `lease` seconds, its first
     window (0-30 s) saved under that claim."""
     record_id = add_record(store, owner)
-    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 120.0})
+    assert save_result(store, store.claim(Step.CONVERT, policy()), {"duration_seconds": 120.0})
     holder = store.claim(Step.RECOGNIZE, policy(lease=lease))
-    assert store.checkpoint(holder, 0.0, 30.0, _segment(0.0, "first"), "en", lease)
+    assert checkpoint(store, holder, 0.0, 30.0, _segment(0.0, "first"), "en", lease)
     return record_id, holder
 
 
@@ -160,7 +160,7 @@ def _refusals(store, record_id) -> list[dict]:
 
 
 def test_stale_checkpoint_after_the_claim_moved_on_is_refused(store, owner):
-    """Issue 16 §5, P3-S2: the holder's lease ran out and another worker claimed the record. The
+    """P3-S2: the holder's lease ran out and another worker claimed the record. The
     stale holder's checkpoint of the next window — starting exactly where the record stands, so
     only the token tells it apart — is refused: no window written, recognition's position and
     progress and the new holder's lease unchanged, and a `save_refused` line naming the
@@ -171,24 +171,24 @@ def test_stale_checkpoint_after_the_claim_moved_on_is_refused(store, owner):
     current = store.claim(Step.RECOGNIZE, policy())
     assert current.record_id == record_id
     before = store.read_record(record_id)
-    assert not store.checkpoint(stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
+    assert not checkpoint(store, stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
     after = store.read_record(record_id)
     assert _windows(store, record_id) == [(0.0, 30.0, stale.token, "first")]
-    for column in ("recognized_seconds", "progress_seconds", "lease_expires_at", "claim_token", "language"):
+    for column in ("checkpoint_seconds", "progress_seconds", "lease_expires_at", "claim_token", "language"):
         assert after[column] == before[column], column
     assert _refusals(store, record_id) == [
-        {"write": "checkpoint", "claim_token": stale.token, "current_claim_token": current.token}]
+        {"step": "recognize", "write": "checkpoint", "claim_token": stale.token, "current_claim_token": current.token}]
 
-    results = run_together(2, lambda i: store.checkpoint(
+    results = run_together(2, lambda i: checkpoint(store, 
         (stale, current)[i], 30.0, 60.0, _segment(30.0, ("stale", "current")[i]), "en", 600))
     assert results == [False, True]
     assert _windows(store, record_id) == [(0.0, 30.0, stale.token, "first"), (30.0, 60.0, current.token, "current")]
-    assert store.read_record(record_id)["recognized_seconds"] == 60.0
+    assert store.read_record(record_id)["checkpoint_seconds"] == 60.0
     assert len(_refusals(store, record_id)) == 2
 
 
 def test_stale_checkpoint_after_halt_and_resume_is_refused(store, owner):
-    """Issue 16 §5, P3-S3: the record was halted under a running recognition (by the claimer
+    """P3-S3: the record was halted under a running recognition (by the claimer
     that took it over) and resumed by a human. The first holder's checkpoint is refused while
     nobody holds the record, and again once another worker claimed it; that worker's own
     checkpoint goes on from where the record stood."""
@@ -197,15 +197,15 @@ def test_stale_checkpoint_after_halt_and_resume_is_refused(store, owner):
     halter = store.claim(Step.RECOGNIZE, policy())
     assert store.halt(halter, HaltReason.ENGINE_REFUSED, "the server refused it")
     resume(store, record_id)
-    assert not store.checkpoint(stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
+    assert not checkpoint(store, stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
     row = store.read_record(record_id)
-    assert (row["recognized_seconds"], row["progress_seconds"], row["claim_token"]) == (30.0, None, None)
+    assert (row["checkpoint_seconds"], row["progress_seconds"], row["claim_token"]) == (30.0, None, None)
     current = store.claim(Step.RECOGNIZE, policy())
     lease = store.read_record(record_id)["lease_expires_at"]
-    assert not store.checkpoint(stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
+    assert not checkpoint(store, stale, 30.0, 60.0, _segment(30.0, "stale"), "en", 3600)
     row = store.read_record(record_id)
-    assert (row["recognized_seconds"], row["progress_seconds"], row["lease_expires_at"]) == (30.0, None, lease)
+    assert (row["checkpoint_seconds"], row["progress_seconds"], row["lease_expires_at"]) == (30.0, None, lease)
     assert _windows(store, record_id) == [(0.0, 30.0, stale.token, "first")]
     assert [r["write"] for r in _refusals(store, record_id)] == ["checkpoint", "checkpoint"]
-    assert store.checkpoint(current, 30.0, 60.0, _segment(30.0, "current"), "en", 600)
+    assert checkpoint(store, current, 30.0, 60.0, _segment(30.0, "current"), "en", 600)
     assert _windows(store, record_id)[-1] == (30.0, 60.0, current.token, "current")

@@ -37,7 +37,7 @@ def test_json():
 
 
 def test_json_lists_suppressed_text():
-    """Issue 15 §2: the spans whose text the guards dropped are in the JSON, with their reasons."""
+    """Dropped text is accounted for: the spans whose text the guards dropped are in the JSON, with their reasons."""
     dropped = [{"start": 30.0, "end": 36.5, "reason": "no_voice"}]
     assert json.loads(render("json", "t", SEGMENTS, 3662.0, suppressed=dropped))["suppressed"] == dropped
 
@@ -205,8 +205,8 @@ DIARIZED = [
 
 
 def test_speakers_in_every_format():
-    """Issue 19 (outputs): cues start with the speaker's label or the owner's name, txt has a
-    paragraph per speaker turn, json keeps `speaker` on segments and words and lists names."""
+    """Every format names who speaks: cues start with the speaker's label or the owner's name, txt
+    has a paragraph per speaker turn, json keeps `speaker` on segments and words and lists names."""
     names = {"S2": "Bob"}
     assert render("srt", "", DIARIZED, names=names) == (
         "1\n00:00:00,000 --> 00:00:01,000\n[Speaker 1] good morning\n\n"

@@ -1,4 +1,4 @@
-"""/healthz answers within a bound whatever the database does (issue 8 §1.7).
+"""/healthz answers within a bound whatever the database does.
 
 The API's database connections go through a TCP relay this test owns, in front of the test's
 own database: the relay can pass bytes, hang (accept and never answer, connections open) or
@@ -54,7 +54,7 @@ def assert_unavailable(elapsed, answer):
 
 
 def test_healthz_is_bounded_while_the_database_hangs(relayed):
-    """issue 8 §1.7: a database that accepts and never answers (pooled connections and new
+    """A database that accepts and never answers (pooled connections and new
     ones alike): /healthz says 503 within about 2 s, every time, and 200 once it answers again."""
     relay, client = relayed
     elapsed, answer = timed_health(client)
@@ -67,7 +67,7 @@ def test_healthz_is_bounded_while_the_database_hangs(relayed):
 
 
 def test_healthz_is_bounded_while_the_database_is_down(relayed):
-    """issue 8 §1.7: the database's port closed, its connections dropped: 503 within about 2 s."""
+    """The database's port closed, its connections dropped: 503 within about 2 s."""
     relay, client = relayed
     assert client.get("/healthz").status_code == 200
     relay.close()
@@ -76,7 +76,7 @@ def test_healthz_is_bounded_while_the_database_is_down(relayed):
 
 
 def test_healthz_with_a_listener_that_never_answers(postgresql):
-    """issue 8 §1.7: pooled connections that were fine, then every new connection goes to a
+    """Pooled connections that were fine, then every new connection goes to a
     listener that accepts and never answers (the address now names a hung server)."""
     info = postgresql.info
     relay = Relay((str(info.host), info.port))

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import uvicorn
 
-from conftest import kinds, settings
+from conftest import checkpoint, kinds, save_result, settings
 from media import encode
 from transcriber.local import LocalPipeline
 from web.app import create_app
@@ -316,7 +316,7 @@ def test_list_is_newest_first_and_paginated(make_api, tmp_path):
 
 
 def test_another_owners_done_text_is_not_found(make_api, tmp_path, store):
-    """Issue 8 §6, P6: the text address of another owner's *done* record answers 404 exactly as
+    """P6: the text address of another owner's *done* record answers 404 exactly as
     a missing record does, in every format, and carries none of the text; its owner gets it."""
     from domain.stages import Step
 
@@ -325,11 +325,11 @@ def test_another_owners_done_text_is_not_found(make_api, tmp_path, store):
     bobs = api.upload(bob, encode(tmp_path / "a.wav", "wav")).json()["id"]
     secret = "the quarterly figures are confidential"
     the_policy = api.settings.policy(Step.CONVERT)
-    assert store.save_result(store.claim(Step.CONVERT, the_policy), {"duration_seconds": 3.0})
+    assert save_result(store, store.claim(Step.CONVERT, the_policy), {"duration_seconds": 3.0})
     recognition = store.claim(Step.RECOGNIZE, the_policy)
     segment = {"start": 0.0, "end": 3.0, "text": secret, "words": []}
-    assert store.checkpoint(recognition, 0.0, 3.0, [segment], "en", 60)
-    assert store.save_result(recognition, {"engine": "test"})  # the text: assembled from the window
+    assert checkpoint(store, recognition, 0.0, 3.0, [segment], "en", 60)
+    assert save_result(store, recognition, {"engine": "test"})  # the text: assembled from the window
     assert api.card(bob, bobs)["stage"] == "done"
     for fmt in ("txt", "srt", "vtt", "json"):
         address = f"/records/{{}}/text?format={fmt}"

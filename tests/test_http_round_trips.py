@@ -1,4 +1,4 @@
-"""HTTP with the fewest database round trips (issue 10 §4): an authenticated card is one
+"""HTTP with the fewest database round trips: an authenticated card is one
 statement that checks the token and reads the card together, so a new token, a disabled owner
 or another owner's record count from the very next request; /healthz runs one statement outside
 any transaction."""
@@ -41,7 +41,7 @@ def _auth(token: str) -> dict:
 
 
 def test_a_card_is_one_statement(store, client, statements):
-    """issue 10 §4: GET /records/{id} with a valid token runs exactly one statement, in autocommit
+    """GET /records/{id} with a valid token runs exactly one statement, in autocommit
     (no BEGIN/COMMIT round trips)."""
     token = store.add_owner("alice")
     record = add_record(store, store.owner_by_name("alice"))
@@ -52,7 +52,7 @@ def test_a_card_is_one_statement(store, client, statements):
 
 
 def test_revocation_counts_from_the_next_request(store, client):
-    """issue 10 §4: no owner is cached: a replaced token is refused (401), a disabled owner is
+    """No owner is cached: a replaced token is refused (401), a disabled owner is
     refused (403) and another owner's record is missing (404) on the very next card request."""
     token = store.add_owner("alice")
     record = add_record(store, store.owner_by_name("alice"))
@@ -71,7 +71,7 @@ def test_revocation_counts_from_the_next_request(store, client):
 
 
 def test_healthz_is_one_statement_outside_a_transaction(client, statements):
-    """issue 10 §4: /healthz pings with one statement and no transaction around it."""
+    """/healthz pings with one statement and no transaction around it."""
     statements.clear()
     answer = client.get("/healthz")
     assert answer.status_code == 200 and answer.json()["database"] is True

@@ -1,4 +1,4 @@
-"""No invented text (issue 15 §2): a segment no one could have said — over no voice, faster than
+"""No invented text: a segment no one could have said — over no voice, faster than
 people speak, or looping — is decoded again strictly and, if still implausible, dropped and
 listed in the transcript's JSON as `suppressed`, with its times and reason."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from audio.decode import pcm16k
 from audio.guards import LOOP, NO_VOICE, TOO_FAST, confident, fill_in, implausible, suppress
 from audio.whisper import WhisperEngine, voice_spans
 from bench.wer import normalise, score
-from conftest import ROOT, add_record, needs_long, policy
+from conftest import ROOT, add_record, checkpoint, needs_long, policy, save_result
 from media import write_audio
 
 RATE = 16000
@@ -31,7 +31,7 @@ def segment(text: str, start: float, end: float, **decoder) -> dict:
 
 
 def test_a_segment_over_no_voice_is_implausible():
-    """Issue 15 §2: text where the voice detector heard nothing, or that Whisper itself rates as
+    """Text where the voice detector heard nothing, or that Whisper itself rates as
     silence (no-speech probability high and the text unlikely), is judged no_voice."""
     voice = [(5.0, 9.0)]
     assert implausible(segment("Thank you for watching.", 0.0, 4.9), voice) == NO_VOICE
@@ -40,7 +40,7 @@ def test_a_segment_over_no_voice_is_implausible():
 
 
 def test_an_unlikely_second_decoding_of_a_looping_window_is_implausible():
-    """Issue 15 §2: a window that looped is decoded again with repeats forbidden; if Whisper's
+    """A window that looped is decoded again with repeats forbidden; if Whisper's
     own log-probability test (-1.0) would not keep that decoding, its fluent text is judged a
     loop (base under AVX kernels wrote "I don't know if it's true, but I think it's not true…"
     over mfa_uhuh). A first decoding as unlikely, or a likely retry, is judged as before."""
@@ -52,7 +52,7 @@ def test_an_unlikely_second_decoding_of_a_looping_window_is_implausible():
 
 
 def test_more_words_than_people_speak_is_implausible():
-    """Issue 15 §2: over 6 words a second of voice, sustained, is too_fast; a quick short phrase is not."""
+    """Over 6 words a second of voice, sustained, is too_fast; a quick short phrase is not."""
     voice = [(0.0, 3.0)]
     invented = " ".join(f"word{i}" for i in range(30))  # 30 words in 3 s: 10 a second
     assert implausible(segment(invented, 0.0, 3.0), voice) == TOO_FAST
@@ -71,12 +71,12 @@ def test_more_words_than_people_speak_is_implausible():
 
 
 def test_a_looping_segment_is_implausible():
-    """Issue 15 §2: a segment that still loops after the loop guards is judged loop."""
+    """A segment that still loops after the loop guards is judged loop."""
     assert implausible(segment("I'm sorry, " * 20, 0.0, 29.0), [(0.0, 29.0)]) == LOOP
 
 
 def test_a_strict_decoding_fills_only_the_holes():
-    """Issue 15 §2: the strict decoding replaces suppressed segments only; a hole it does not
+    """The strict decoding replaces suppressed segments only; a hole it does not
     fill stays listed, with its reason, and kept segments are never replaced."""
     voice = [(0.0, 10.0)]
     kept, dropped = suppress([segment("real words here", 0.0, 4.0),
@@ -91,7 +91,7 @@ def test_a_strict_decoding_fills_only_the_holes():
 
 
 def test_an_unlikely_strict_segment_fills_no_hole():
-    """Issue 15 §2: a strict decoding is a window's second chance; of its segments only those the
+    """A strict decoding is a window's second chance; of its segments only those the
     decoder finds likely (average log-probability at least Whisper's -1.0) may fill a hole."""
     strict = [segment("of the", 0.6, 1.2, avg_logprob=-1.6), segment("forced aligner", 5.2, 6.0, avg_logprob=-0.4)]
     assert [s["text"] for s in confident(strict)] == ["forced aligner"]
@@ -148,7 +148,7 @@ def whisper(request, tmp_path_factory):
 
 @pytest.mark.parametrize("make", [silence, room_noise, tones], ids=["silence", "room_noise", "tones"])
 def test_no_words_where_nobody_speaks(whisper, make, tmp_path, request):
-    """Issue 15 §2: 30 s of silence, of room noise and of music-like tones give no words, with
+    """30 s of silence, of room noise and of music-like tones give no words, with
     either model (Whisper is known to write "Thank you for watching" on silence). base's three
     run with --long; by default tiny.en's do, and base's loop test below."""
     if request.node.callspec.params["whisper"] == "base":
@@ -159,7 +159,7 @@ def test_no_words_where_nobody_speaks(whisper, make, tmp_path, request):
 
 
 def test_uh_uh_uh_gives_at_most_a_few_words(whisper, request):
-    """Issue 15 §2: 7 s of "Montreal uh uh uh … forced aligner" (mfa_uhuh) gives at most a few
+    """7 s of "Montreal uh uh uh … forced aligner" (mfa_uhuh) gives at most a few
     words with either model (base once wrote some 60 invented ones here), and the same every time
     (base's second decoding, its loop decoded again and strictly, runs with --long: some 25 CPU
     seconds on a CPU without VNNI, where it computes in float32)."""
@@ -174,7 +174,7 @@ def test_uh_uh_uh_gives_at_most_a_few_words(whisper, request):
 
 
 def test_suppressed_text_is_stored_per_window_and_shown_in_the_json(store, owner):
-    """Issue 15 §2: what a window's guards suppressed is saved with the window, by the same
+    """What a window's guards suppressed is saved with the window, by the same
     checkpoint, and the done transcript lists every window's in recording order."""
     import json
 
@@ -182,12 +182,12 @@ def test_suppressed_text_is_stored_per_window_and_shown_in_the_json(store, owner
     from domain.stages import Step
 
     record_id = add_record(store, owner)
-    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 40.0})  # converted
+    assert save_result(store, store.claim(Step.CONVERT, policy()), {"duration_seconds": 40.0})  # converted
     claim = store.claim(Step.RECOGNIZE, policy())
     spoken = {"start": 1.0, "end": 2.0, "text": "hello", "words": []}
-    assert store.checkpoint(claim, 0.0, 29.5, [spoken], "en", 60, suppressed=[{"start": 5.0, "end": 9.0, "reason": NO_VOICE}])
-    assert store.checkpoint(claim, 29.5, 40.0, [], "en", 60, suppressed=[{"start": 30.0, "end": 39.0, "reason": TOO_FAST}])
-    assert store.save_result(claim, {"engine": "test"})
+    assert checkpoint(store, claim, 0.0, 29.5, [spoken], "en", 60, suppressed=[{"start": 5.0, "end": 9.0, "reason": NO_VOICE}])
+    assert checkpoint(store, claim, 29.5, 40.0, [], "en", 60, suppressed=[{"start": 30.0, "end": 39.0, "reason": TOO_FAST}])
+    assert save_result(store, claim, {"engine": "test"})
     row = store.transcript(record_id)
     shown = json.loads(render_record("json", row))
     assert shown["text"] == "hello"
@@ -200,8 +200,9 @@ def as_float(pcm: bytes) -> np.ndarray:
 
 
 def test_a_whisper_is_a_voice_and_silence_or_room_noise_is_not():
-    """Issue 15: the guard hears a voice where someone whispers (it once heard under 1 s of voice in
-    these 4.8 s, and dropped the rest of the words), and none in silence or room noise."""
+    """The voice guard drops no real speech: it hears a voice where someone whispers (it once heard
+    under 1 s of voice in these 4.8 s, and dropped the rest of the words), and none in silence or
+    room noise."""
     whispered = as_float(b"".join(pcm16k(WHISPERED)))
     assert sum(end - start for start, end in voice_spans(whispered)) >= 3.0
     assert voice_spans(silence(30.0).astype(np.float32)) == []
@@ -209,7 +210,7 @@ def test_a_whisper_is_a_voice_and_silence_or_room_noise_is_not():
 
 
 def test_whispered_speech_keeps_its_words(whisper):
-    """Issue 15: a whispered sentence is transcribed, not dropped as no voice: at most a third of
+    """A whispered sentence is transcribed, not dropped as no voice: at most a third of
     its nine words wrong with either model (the guard once kept four of them)."""
     heard = whisper.recognize(b"".join(pcm16k(WHISPERED)), "en")
     errors = score(WHISPERED_SAID, " ".join(s["text"] for s in heard.segments))

@@ -48,8 +48,8 @@ def _graph() -> dict[str, set[str]]:
 
 
 def test_no_module_imports_a_layer_above_its_own():
-    """domain < db, audio < service < actors, web < transcriber; actors and web never import
-    each other, nor db and audio."""
+    """The layers in their order: domain < db, audio < service < actors, web < transcriber; actors
+    and web never import each other, nor db and audio."""
     upward = []
     for module, targets in _graph().items():
         own = module.split(".")[0]
@@ -115,7 +115,7 @@ def test_the_walk_sees_a_planted_circle_and_an_upward_import(tmp_path, monkeypat
 
 
 def test_no_source_file_is_too_long():
-    """No source file over ~350 lines."""
+    """No source file over ~350 lines: a reader takes it in at once."""
     long = [f"{path.relative_to(ROOT)}: {n} lines" for path in _modules().values()
             if (n := len(path.read_text().splitlines())) > LONGEST_FILE]
     assert not long, "\n".join(long)

@@ -1,4 +1,4 @@
-"""The crash-loop guard (issue 8 §2): lease losses are counted on the record apart from step
+"""The crash-loop guard: lease losses are counted on the record apart from step
 errors, by the claim that takes an expired claim over, and past TRANSCRIBER_MAX_LOST_LEASES the
 claimer halts the record with reason `worker_lost` (INV-1: never cycling, never silent)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, add_record, drop_queue, kinds, policy, settings, wait_until
+from conftest import ROOT, add_record, drop_queue, kinds, policy, save_result, settings, wait_until
 from domain.card import card
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.policy import StepPolicy
@@ -23,12 +23,12 @@ from test_workers import REDIS_DB, Processes, _listening
 def expire_lease(db, record_id):
     """As if the holder's worker had died: its lease is over and nothing was written."""
     with db.transaction() as conn:
-        conn.execute("UPDATE records SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+        conn.execute("UPDATE steps SET lease_expires_at = now() - interval '1 second' WHERE record_id = %s",
                      [record_id])
 
 
 def test_lost_leases_halt_with_worker_lost(store, owner, db, tmp_path):
-    """Issue 8 §2, INV-1: each claim that takes over an expired claim counts a lost lease (not a
+    """INV-1: each claim that takes over an expired claim counts a lost lease (not a
     failure); the claim that finds the third one halts the record with worker_lost instead of
     running it again, and reports no work. The card shows the reason and the count; the
     service owner's log has the halt with the record id; the journal tells the story."""
@@ -59,7 +59,7 @@ def test_lost_leases_halt_with_worker_lost(store, owner, db, tmp_path):
     assert [e["kind"] for e in events] == ["accepted"] + ["claimed"] * 4 + ["halted"]
     assert [e["detail"]["lost_leases"] for e in events if e["kind"] == "claimed"] == [0, 1, 2, 3]
     assert events[-1]["detail"]["reason"] == "worker_lost"
-    assert not store.save_result(first, {"duration_seconds": 1.0})  # the first holder stays fenced out
+    assert not save_result(store, first, {"duration_seconds": 1.0})  # the first holder stays fenced out
     logger.complete()
     lines = [json.loads(line) for line in log_path.read_text().splitlines()]
     halts = [line["record"] for line in lines if line["record"]["extra"].get("event") == "halted"]
@@ -68,9 +68,9 @@ def test_lost_leases_halt_with_worker_lost(store, owner, db, tmp_path):
 
 
 def test_only_lost_leases_count(store, owner, db):
-    """Issue 8 §2: a failure, a give-back and a save clear the claim, so the next claim counts no
-    lost lease; a failure counts an attempt, never a lost lease. A save resets the count (a new
-    stage starts afresh), and so does resume (P5)."""
+    """Only a lost claim counts: a failure, a give-back and a save clear the claim, so the next
+    claim counts no lost lease; a failure counts an attempt, never a lost lease. A save resets the
+    count (a new stage starts afresh), and so does resume (P5)."""
     record_id = add_record(store, owner)
     p = policy(backoff=0)
     assert store.record_failure(store.claim(Step.CONVERT, p), "boom", 0)
@@ -79,7 +79,7 @@ def test_only_lost_leases_count(store, owner, db):
     row = store.read_record(record_id)
     assert (row["lost_leases"], row["failures"]) == (0, 1)
     expire_lease(db, record_id)
-    assert store.save_result(store.claim(Step.CONVERT, p), {"duration_seconds": 1.0})
+    assert save_result(store, store.claim(Step.CONVERT, p), {"duration_seconds": 1.0})
     row = store.read_record(record_id)
     assert (row["stage"], row["lost_leases"], row["failures"]) == ("converted", 0, 0)
     assert [e["detail"]["lost_leases"] for e in store.events(record_id) if e["kind"] == "claimed"] == [0, 0, 0, 1]
@@ -96,7 +96,7 @@ def test_only_lost_leases_count(store, owner, db):
 
 
 def test_max_lost_leases_setting():
-    """Issue 8 §2: TRANSCRIBER_MAX_LOST_LEASES sets the limit for every step (default 3); a value
+    """TRANSCRIBER_MAX_LOST_LEASES sets the limit for every step (default 3); a value
     out of range stops the start with one line naming it."""
     from service.config import ConfigError
 
@@ -114,7 +114,7 @@ CRASH_REDIS_DB = REDIS_DB - 2  # apart from test_workers' queue: those tests may
 
 @pytest.mark.skipif(not _listening(6379), reason="no Redis on 127.0.0.1:6379")
 def test_record_that_kills_its_worker_halts_worker_lost(store, owner, env, tmp_path):
-    """Issue 8 §2, INV-1 with real processes: `dramatiq actors` workers on Redis, each in a
+    """INV-1 with real processes: `dramatiq actors` workers on Redis, each in a
     process group of its own, and a record whose conversion SIGKILLs its worker's whole group
     every time. A supervisor (this test) starts a new worker whenever one dies. The record
     ends halted with worker_lost after three lost leases, visible on its card and in the log
@@ -171,9 +171,9 @@ def test_record_that_kills_its_worker_halts_worker_lost(store, owner, env, tmp_p
 
 
 def test_claims_that_saved_a_checkpoint_are_not_lost_work(store, owner, env, tmp_path):
-    """Issue 16 §3 with real processes: a long recording (four windows or more) whose worker is
-    killed by its PID right after each window's checkpoint but the last, with
-    TRANSCRIBER_MAX_LOST_LEASES=3.
+    """A crash after progress is not a crash loop, with real processes: a long recording (four
+    windows or more) whose worker is killed by its PID right after each window's checkpoint but the
+    last, with TRANSCRIBER_MAX_LOST_LEASES=3.
     Each claim that saved a checkpoint made progress, so its lost lease restarts nothing toward
     worker_lost: the record reaches done, every window saved once, each by another claim."""
     if not _listening(6379):

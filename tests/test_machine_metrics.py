@@ -1,4 +1,4 @@
-"""One metrics port per `dramatiq actors` run (issue 17 §5, second sentence): its worker
+"""One metrics port per `dramatiq actors` run: its worker
 processes' counters are summed by one exporter on TRANSCRIBER_METRICS_PORT, not served on a
 port per process.
 
@@ -76,7 +76,7 @@ def run(env):
 
 
 def test_one_port_serves_the_sum_of_every_worker_process(store, owner, run, tmp_path):
-    """Issue 17 §5: two worker processes of one `dramatiq actors` run write to the run's own
+    """Two worker processes of one `dramatiq actors` run write to the run's own
     directory; one scrape of TRANSCRIBER_METRICS_PORT shows the saves of both summed (equal to
     the records worked, and to what each process's own file holds); no port after it serves
     worker metrics; a clean stop removes the directory."""

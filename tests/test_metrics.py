@@ -1,4 +1,4 @@
-"""Prometheus metrics (issue 10 §5): the API's /metrics and a worker process's exporter expose
+"""Prometheus metrics: the API's /metrics and a worker process's exporter expose
 the named series; step runs move the counters."""
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _value(name: str, **labels) -> float:
 
 
 def test_api_metrics_expose_the_queue_and_the_counters(store, owner, tmp_path):
-    """issue 10 §5, issue 17 §5: GET /metrics (an operator's token) names records per stage, waiting out a pause, halted
+    """GET /metrics (an operator's token) names records per stage, waiting out a pause, halted
     by reason, and the process's claims, saves, refused writes, step durations and recognition
     real-time factor; a real run of both steps moves them."""
     the_settings = settings(engine="pocketsphinx")
@@ -58,7 +58,7 @@ def test_api_metrics_expose_the_queue_and_the_counters(store, owner, tmp_path):
 
 
 def test_a_worker_process_serves_its_metrics_on_a_port():
-    """issue 10 §5: TRANSCRIBER_METRICS_PORT: a worker process serves its counters on the first
+    """TRANSCRIBER_METRICS_PORT: a worker process serves its counters on the first
     free port from there on."""
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
@@ -70,7 +70,7 @@ def test_a_worker_process_serves_its_metrics_on_a_port():
 
 
 def test_the_metrics_port_setting_is_checked():
-    """issue 10 §5: a bad TRANSCRIBER_METRICS_PORT fails at start, naming the variable."""
+    """A bad TRANSCRIBER_METRICS_PORT fails at start, naming the variable."""
     import pytest
 
     from service.config import ConfigError

@@ -1,4 +1,4 @@
-"""Issue 15 §6: a model that cannot load stops the start, not every record.
+"""A model that cannot load stops the start, not every record.
 
 Each recognising process (`transcriber transcribe`, `transcriber up`, `dramatiq actors`) checks
 the configured model once when it starts; a bad one is one line naming
@@ -44,7 +44,7 @@ def _one_line(run: subprocess.CompletedProcess, *words: str) -> None:
     ("{corrupt}", ("cannot be loaded",)),
 ])
 def test_a_bad_model_stops_transcribe_before_anything_is_accepted(model, words, store, env, tmp_path):
-    """Issue 15 §6: a missing name, a missing directory and a directory with a corrupt model.bin
+    """A missing name, a missing directory and a directory with a corrupt model.bin
     each stop `transcriber transcribe` with one line naming TRANSCRIBER_WHISPER_MODEL and why,
     exit status 2, and no record is accepted."""
     model = model.format(tmp=tmp_path, corrupt=_corrupt_model(tmp_path) if "corrupt" in model else "")
@@ -56,7 +56,7 @@ def test_a_bad_model_stops_transcribe_before_anything_is_accepted(model, words, 
 
 
 def test_a_corrupt_model_stops_up_and_dramatiq_actors(tmp_path, env):
-    """Issue 15 §6: `transcriber up` and a `dramatiq actors` worker with a corrupt model.bin stop
+    """`transcriber up` and a `dramatiq actors` worker with a corrupt model.bin stop
     at start with the one line and exit status 2 (the worker takes no message)."""
     bad = {**env, "TRANSCRIBER_WHISPER_MODEL": str(_corrupt_model(tmp_path))}
     up = subprocess.run([sys.executable, "-m", "transcriber.cli", "up", "--port", "0"], env=bad,
@@ -72,7 +72,7 @@ def test_a_corrupt_model_stops_up_and_dramatiq_actors(tmp_path, env):
 
 
 def test_a_name_that_needs_a_download_says_there_is_no_network(tmp_path, monkeypatch):
-    """Issue 15 §6: a model name faster-whisper would download, on a machine that cannot reach the
+    """A model name faster-whisper would download, on a machine that cannot reach the
     hub, is refused at start saying so (the hub's address made unreachable here)."""
     from audio import model_check
     from audio.models import ModelError
@@ -90,7 +90,7 @@ def test_a_name_that_needs_a_download_says_there_is_no_network(tmp_path, monkeyp
     ({"ONEDNN_MAX_CPU_ISA": "AVX2"}, "int8", "int8 (TRANSCRIBER_COMPUTE_TYPE)"),
 ])
 def test_a_process_says_what_its_recognizer_computes_in_and_why(cap, compute_type, said, monkeypatch):
-    """Issue 15 §1: a process logs, once, when it makes its recognizer, what the model computes
+    """A process logs, once, when it makes its recognizer, what the model computes
     in and why: on a CPU without VNNI (here its kernels held to AVX2) float32 and how to trade
     words for speed; an owner's TRANSCRIBER_COMPUTE_TYPE as set. (Not at the start: a start that
     fails, say on an unreachable broker, says so in one line.)"""

@@ -1,4 +1,4 @@
-"""OpenAI-compatible transcription (issue 9 §4), driven by the official `openai` client against
+"""OpenAI-compatible transcription, driven by the official `openai` client against
 a real server with real workers, real PostgreSQL and real audio."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _records(store) -> int:
 
 
 def test_openai_client_transcribes_in_every_format(make_api, store, tmp_path, hears_word_a_second):
-    """issue 9 §4: five clients at once, one per response_format (json, text, srt, vtt,
+    """Five clients at once, one per response_format (json, text, srt, vtt,
     verbose_json with segments and words); each file went through the durable pipeline as a
     record of the caller's, and the answer is its text. The words are a stand-in's (a word a
     second: nine for the sample's 9.8 s), so each answer is known word for word; the other tests
@@ -59,7 +59,7 @@ def test_openai_client_transcribes_in_every_format(make_api, store, tmp_path, he
 
 
 def test_past_the_wait_the_error_names_the_card_and_the_record_goes_on(make_api, store, tmp_path):
-    """issue 9 §4: not done within TRANSCRIBER_SYNC_WAIT_SECONDS: the client gets an error
+    """Not done within TRANSCRIBER_SYNC_WAIT_SECONDS: the client gets an error
     naming the record's card; it does not upload again (no retry); the record goes on to done
     once workers run, and its text is at its address."""
     api = make_api(sync_wait_seconds=1)
@@ -81,7 +81,7 @@ def test_past_the_wait_the_error_names_the_card_and_the_record_goes_on(make_api,
 
 
 def test_refusals_in_openai_shape(make_api, store, tmp_path):
-    """issue 9 §4: a wrong key, a response_format not offered, a file with no audio, a record
+    """A wrong key, a response_format not offered, a file with no audio, a record
     that halts while the call waits: each an error the client reports with its message; nothing
     stored for the refused uploads."""
     api = make_api(sync_wait_seconds=60)
@@ -129,9 +129,9 @@ def test_refusals_in_openai_shape(make_api, store, tmp_path):
 
 
 def test_an_upload_is_filed_under_the_owner_who_sent_it(make_api, store, tmp_path):
-    """Issue 17 §6: a second owner's upload through the OpenAI-compatible endpoint is that
-    owner's record: in their `GET /records`, not the first owner's, and the first owner cannot
-    read it."""
+    """Every upload is filed under its own owner: a second owner's upload through the
+    OpenAI-compatible endpoint is that owner's record: in their `GET /records`, not the first
+    owner's, and the first owner cannot read it."""
     api = make_api(sync_wait_seconds=0)
     first, second = api.token("alice"), api.token("bob")
     with encode(tmp_path / "bob.wav", "wav").open("rb") as handle:

@@ -1,4 +1,4 @@
-"""The owner's audio and deletion over HTTP (issue 9 §2): a real uvicorn server, real
+"""The owner's audio and deletion over HTTP: a real uvicorn server, real
 PostgreSQL, real audio, real steps running beside the deletion."""
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _assert_erased(db, store, record_id: int, by: str, role: str) -> None:
 
 
 def test_delete_erases_record_audio_text_and_journal(make_api, store, db, tmp_path):
-    """issue 9 §2: DELETE /records/{id} removes the record, its audio and its text for good; the
+    """DELETE /records/{id} removes the record, its audio and its text for good; the
     journal keeps only that it was deleted and by whom; another owner's id answers 404 and
     stays; the journal of other records is still append-only."""
     api = make_api()
@@ -74,7 +74,7 @@ def test_delete_erases_record_audio_text_and_journal(make_api, store, db, tmp_pa
 
 
 def test_delete_during_recognition_refuses_the_step(make_api, store, db, tmp_path, hears_word_a_second):
-    """issue 9 §2: deleting a record while recognition holds it (a real run on a thread, whose
+    """Deleting a record while recognition holds it (a real run on a thread, whose
     recognizer takes 2 s a window without a model's CPU): the step's next checkpoint or renewal
     is refused, it stops early, nothing is re-created (no row, no audio, no journal line but the
     deletion)."""
@@ -94,21 +94,21 @@ def test_delete_during_recognition_refuses_the_step(make_api, store, db, tmp_pat
 
 
 def test_delete_between_a_step_and_its_save(make_api, store, db, tmp_path):
-    """issue 9 §2, P3: a conversion has done its work and is about to save when the owner
+    """P3: a conversion has done its work and is about to save when the owner
     deletes the record; the save is refused (REFUSED), its new audio is discarded and no journal
     line of the stale holder survives."""
     api = make_api()
     alice = api.token("alice")
     record_id = api.upload(alice, encode(tmp_path / "a.mp3", "mp3")).json()["id"]
     at_save, deleted = threading.Event(), threading.Event()
-    real_save = store.save_result
+    real_save = store.save
 
-    def save_after_delete(claim, fields, **options):
+    def save_after_delete(claim, fields, *args, **options):
         at_save.set()
         assert deleted.wait(60)
-        return real_save(claim, fields, **options)
+        return real_save(claim, fields, *args, **options)
 
-    store.save_result = save_after_delete
+    store.save = save_after_delete
     result = {}
     worker = threading.Thread(target=lambda: result.update(outcome=run_once(store, api.settings, Step.CONVERT)))
     worker.start()
@@ -123,7 +123,7 @@ def test_delete_between_a_step_and_its_save(make_api, store, db, tmp_path):
 
 
 def test_delete_right_after_a_claim(make_api, store, db, tmp_path):
-    """issue 9 §2: the owner deletes the record the moment a worker has claimed it, before the
+    """The owner deletes the record the moment a worker has claimed it, before the
     step reads it: the run ends without error (REFUSED), nothing is re-created."""
     api = make_api()
     alice = api.token("alice")
@@ -142,7 +142,7 @@ def test_delete_right_after_a_claim(make_api, store, db, tmp_path):
 
 
 def test_two_deletes_at_once(make_api, store, db, tmp_path):
-    """issue 9 §2: two deletions of one record released together: one 204, one 404, one
+    """Two deletions of one record released together: one 204, one 404, one
     journal line."""
     api = make_api()
     alice = api.token("alice")
@@ -153,7 +153,7 @@ def test_two_deletes_at_once(make_api, store, db, tmp_path):
 
 
 def test_audio_with_ranges(make_api, tmp_path):
-    """issue 9 §2: GET /records/{id}/audio gives the original bytes with their media type;
+    """GET /records/{id}/audio gives the original bytes with their media type;
     Range answers 206 with Content-Range (also across storage chunks), 416 past the end;
     another owner's id answers 404."""
     api = make_api()
@@ -200,7 +200,7 @@ def test_audio_with_ranges(make_api, tmp_path):
 
 
 def test_byte_range_rules():
-    """issue 9 §2: the Range header's forms (RFC 9110 §14.1.2) and the ones ignored."""
+    """The Range header's forms (RFC 9110, section 14.1.2) and the ones ignored."""
     assert byte_range(None, 100) is None
     assert byte_range("bytes=0-0", 100) == (0, 0)
     assert byte_range("bytes=99-", 100) == (99, 99)
@@ -217,7 +217,7 @@ def test_byte_range_rules():
 @pytest.mark.parametrize("kind,expected", [("wav", "audio/wav"), ("mp3", "audio/mpeg"), ("opus", "audio/ogg"),
                                            ("flac", "audio/flac"), ("m4a", "audio/mp4"), ("webm", "audio/webm")])
 def test_media_type_from_the_bytes(tmp_path, kind, expected):
-    """issue 9 §2: the player gets the container's media type, whatever the file is called."""
+    """The player gets the container's media type, whatever the file is called."""
     path = encode(tmp_path / "noname", kind)
     assert media_type(path.read_bytes()[:16], "x.bin") == expected
     assert media_type(b"plain text here.", "x.ogg") == "audio/ogg"

@@ -1,4 +1,4 @@
-"""The operator's owner commands: names, new tokens, disable/enable, the list (issue 8 §1.6, §1.8)."""
+"""The operator's owner commands: names, new tokens, disable/enable, the list."""
 from __future__ import annotations
 
 import json
@@ -41,19 +41,19 @@ BAD_NAMES = ["", " ", "\t", "  alice", "alice ", "al\nice", "al\x00ice", "al\x1b
 
 @pytest.mark.parametrize("name", BAD_NAMES)
 def test_owner_name_rule_refuses(name):
-    """issue 8 §1.6: blank, whitespace at the ends, control or invisible characters, over-long."""
+    """Bad owner names: blank, whitespace at the ends, control or invisible characters, over-long."""
     with pytest.raises(InvalidOwnerName):
         check_name(name)
 
 
 @pytest.mark.parametrize("name", ["alice", "Ann Lee", "a" * MAX_NAME_LENGTH, "Дарья", "ops-team_2.b@x"])
 def test_owner_name_rule_accepts(name):
-    """issue 8 §1.6: ordinary names, inner spaces and any script are fine."""
+    """Ordinary names, inner spaces and any script are fine."""
     assert check_name(name) == name
 
 
 def test_owner_add_with_a_bad_name_is_one_line_and_creates_nothing(env, store):
-    """issue 8 §1.6: `owner add ""` (and other bad names) is one clear line and exit 2, no
+    """`owner add ""` (and other bad names) is one clear line and exit 2, no
     traceback; `transcribe --owner ""` likewise; no owner is created."""
     for name in ("", "   ", "a\tb", "x" * (MAX_NAME_LENGTH + 1), "\x1b[2J"):
         one_line_error(cli(env, "owner", "add", name), "owner name")
@@ -62,13 +62,13 @@ def test_owner_add_with_a_bad_name_is_one_line_and_creates_nothing(env, store):
 
 
 def test_unknown_owner_is_one_line(env):
-    """issue 8 §1.8: token/disable/enable of an unknown name: one line naming it, exit 2."""
+    """Token/disable/enable of an unknown name: one line naming it, exit 2."""
     for action in ("token", "disable", "enable"):
         one_line_error(cli(env, "owner", action, "nobody"), "no owner named 'nobody'")
 
 
 def test_owner_list_shows_state_and_counts_never_tokens(env, store):
-    """issue 8 §1.8: `owner list` gives names, state and record counts, and no token or hash."""
+    """`owner list` gives names, state and record counts, and no token or hash."""
     from db.accounts import hash_token
 
     alice = token_of(cli(env, "owner", "add", "alice"))
@@ -87,7 +87,7 @@ def test_owner_list_shows_state_and_counts_never_tokens(env, store):
     rows = {row["name"]: row for row in json.loads(as_json.stdout)}
     assert rows["alice"]["state"] == "active" and rows["alice"]["records"] == 2
     assert rows["bob"]["state"] == "disabled" and rows["bob"]["records"] == 1
-    # issue 16 §2: with each owner's audio hours, stored bytes and quota
+    # the quotas' figures: with each owner's audio hours, stored bytes and quota
     assert set(rows["alice"]) == {"name", "state", "records", "done", "halted", "created_at",
                                   "audio_hours", "stored_bytes", "quota"}
     lines = listed.stdout.splitlines()
@@ -118,8 +118,8 @@ class Requests:
 
 
 def test_new_token_disable_enable_take_effect_at_once_in_a_running_api(env, tmp_path):
-    """issue 8 §1.8: in an API process that is already running and has just served the old
-    token, `owner token` makes the old token 401 for every request sent after the command
+    """A token change counts at once: in an API process that is already running and has just served
+    the old token, `owner token` makes the old token 401 for every request sent after the command
     returns and the new one 200; `owner disable` makes it 403 with a clear message at once, and
     `owner enable` makes the same token work again at once. Another owner is untouched."""
     port = free_port()

@@ -1,4 +1,4 @@
-"""The owner's page and the panel over plain HTTP: sessions, CSRF, languages (issue 9 §1, §3)."""
+"""The owner's page and the panel over plain HTTP: sessions, CSRF, languages."""
 from __future__ import annotations
 
 import json
@@ -21,7 +21,7 @@ def page_data(html: str) -> dict:
 
 
 def test_sign_in_gives_a_strict_httponly_session_that_stands_for_the_token(make_api):
-    """issue 9 §1 sign-in: the owner's token buys an HttpOnly, SameSite=Strict cookie holding a
+    """Sign-in: the owner's token buys an HttpOnly, SameSite=Strict cookie holding a
     random id, never the token; the page carries no token; the cookie opens the owner's API."""
     api = make_api()
     token = api.token("dana")
@@ -53,7 +53,7 @@ def test_sign_in_gives_a_strict_httponly_session_that_stands_for_the_token(make_
 
 
 def test_sign_in_from_another_site_and_sign_out(make_api):
-    """issue 9 §1 CSRF-safe forms: a sign-in posted from another origin is refused; sign-out needs
+    """CSRF-safe forms: a sign-in posted from another origin is refused; sign-out needs
     the session's CSRF token and ends the session on the server (the old cookie opens nothing)."""
     api = make_api()
     token = api.token("dana")
@@ -78,7 +78,7 @@ def test_sign_in_from_another_site_and_sign_out(make_api):
     ("ru", "en", "en"),
 ])
 def test_language_chosen_by_browser_and_switch(make_api, accept, cookie, expected):
-    """issue 9 §1 English and Russian: Accept-Language chooses, the switch's cookie overrides, and
+    """English and Russian: Accept-Language chooses, the switch's cookie overrides, and
     every string comes from that language's one file."""
     api = make_api()
     if cookie:
@@ -89,7 +89,7 @@ def test_language_chosen_by_browser_and_switch(make_api, accept, cookie, expecte
 
 
 def test_every_string_in_both_languages():
-    """issue 9 §1: all strings in one place per language, the same keys in each, every key the
+    """All strings in one place per language, the same keys in each, every key the
     scripts use defined."""
     english = json.loads((ROOT / "web" / "i18n" / "en.json").read_text(encoding="utf-8"))
     russian = json.loads((ROOT / "web" / "i18n" / "ru.json").read_text(encoding="utf-8"))
@@ -102,7 +102,7 @@ def test_every_string_in_both_languages():
 
 
 def test_pages_ask_nothing_of_other_hosts():
-    """issue 9 §1 offline: no page, script or style names another host (fonts included)."""
+    """Offline: no page, script or style names another host (fonts included)."""
     for path in [*(ROOT / "web" / "static").iterdir(), ROOT / "web" / "pages.py"]:
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"(src|href)=[\"']?(https?:)?//", text), path
@@ -110,7 +110,7 @@ def test_pages_ask_nothing_of_other_hosts():
 
 
 def test_disabled_owner_cannot_sign_in_and_its_session_stops(make_api):
-    """issue 9 §1 sign-in with owner tokens as the API checks them (issue 9 with owner disable):
+    """Sign-in with owner tokens as the API checks them, owner disable included:
     a disabled owner's token opens no session, and a session already open stops at once."""
     api = make_api()
     token = api.token("dana")
@@ -124,7 +124,7 @@ def test_disabled_owner_cannot_sign_in_and_its_session_stops(make_api):
 
 
 def test_panel_session_is_its_own_kind(make_api, store):
-    """issue 9 §3: the panel's session comes from an operator token only, lives under /admin,
+    """The panel's session comes from an operator token only, lives under /admin,
     opens /admin/api (changes only with its CSRF token), never the owners' addresses; an owner's
     session never opens the panel; sign-out ends it."""
     from conftest import add_record

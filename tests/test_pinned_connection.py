@@ -1,4 +1,4 @@
-"""A worker's run keeps one connection (issue 16 §6): inside `Database.pinned`, a thread's
+"""A worker's run keeps one connection: inside `Database.pinned`, a thread's
 statements share one pooled connection instead of taking one from the pool for each, another
 thread's do not share it, and a connection lost meanwhile is replaced at the next statement, as
 the pool would replace it."""
@@ -9,7 +9,7 @@ import threading
 import psycopg
 import pytest
 
-from conftest import add_record, policy, run_together
+from conftest import add_record, policy, run_together, save_result
 from domain.stages import Step
 
 
@@ -29,7 +29,7 @@ def test_a_cycle_takes_one_connection_from_the_pool(db, store, owner):
     with db.pinned():
         claim = store.claim(Step.CONVERT, policy())
         store.read_record(claim.record_id)
-        assert store.save_result(claim, {"duration_seconds": 1.0})
+        assert save_result(store, claim, {"duration_seconds": 1.0})
     assert checkouts(db) - before == 1
     store.read_record(claim.record_id)  # outside: a checkout per statement, as before
     assert checkouts(db) - before == 2

@@ -100,7 +100,7 @@ def test_the_cli_takes_a_prompt(store, owner, tmp_path, monkeypatch, database_ur
 
 @pytest.mark.parametrize("model", ["tiny.en", "base"])
 def test_a_prompt_never_puts_words_on_silence(model, store, owner, tmp_path):
-    """10 s of silence with the prompt "Montreal Forced
+    """A prompt never puts words on silence: 10 s of silence with the prompt "Montreal Forced
     Aligner" gives no words, with each model."""
     from service.intake import accept_recording
 

@@ -1,5 +1,5 @@
-"""The README's quick start prints what the README says it prints (issue 7 target: the
-quick-start output on the bundled sample reads correctly), on any x86-64 machine (issue 15 §1).
+"""The README's quick start prints what the README says it prints (and the line reads
+correctly), on any x86-64 machine.
 
 CTranslate2 picks its kernels by the CPU's instruction set, so the same model can write a word
 differently on another machine ("converged" for "converted"). The README promises the line up to
@@ -61,7 +61,7 @@ def words_apart(expected: str, printed: str) -> int:
 
 
 def test_the_quick_start_prints_the_text_the_readme_shows(env):
-    """Issue 15 §1 / issue 7 (targets) / P6-S1: `transcriber transcribe` on the bundled sample,
+    """P6-S1: `transcriber transcribe` on the bundled sample,
     with the default engine, prints the README's line up to one word, and the same text again
     on a second run on this machine."""
     expected = readme_line()
@@ -72,11 +72,11 @@ def test_the_quick_start_prints_the_text_the_readme_shows(env):
 
 @pytest.mark.parametrize("cpu", ["older", "GENERIC"])
 def test_a_cpu_without_vnni_prints_what_float32_prints_everywhere(env, cpu, request):
-    """Issue 15 §1, §2: under an emulated CPU without VNNI (the kernel family just below this
-    machine's best: AVX2 under AVX-512, AVX under AVX2; GENERIC, with no vector extension
+    """The same words on an older CPU: under an emulated CPU without VNNI (the kernel family just
+    below this machine's best: AVX2 under AVX-512, AVX under AVX2; GENERIC, with no vector extension
     CTranslate2 knows, runs with --long) the service computes in float32 on its own, since int8
-    loses words there, and the quick start prints exactly what float32 prints with this
-    machine's kernels: the README's line up to one word."""
+    loses words there, and the quick start prints exactly what float32 prints with this machine's
+    kernels: the README's line up to one word."""
     if cpu == "GENERIC":
         needs_long(request, "the quick start on GENERIC kernels")
     older = quick_start({**env, **OLDER_CPUS[older_than_this_cpu() if cpu == "older" else cpu]})
@@ -99,7 +99,7 @@ AVX2_CPU = frozenset("sse4_1 avx avx2 fma".split())
     (VNNI_CPU, {"MKL_ENABLE_INSTRUCTIONS": "AVX512_E1", "ONEDNN_MAX_CPU_ISA": "ALL"}, "int8"),
 ])
 def test_int8_is_chosen_only_where_its_products_are_exact(flags, env, chosen):
-    """Issue 15 §1: with TRANSCRIBER_COMPUTE_TYPE unset, a CPU computes in int8 only where it
+    """With TRANSCRIBER_COMPUTE_TYPE unset, a CPU computes in int8 only where it
     multiplies bytes with VNNI (the int8 kernels of older sets saturate), including when a
     library is held to an older set than the CPU's; float16 on CUDA."""
     from audio.whisper import default_compute

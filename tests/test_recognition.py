@@ -20,7 +20,7 @@ from audio.decode import BYTES_PER_SECOND, pcm16k
 from audio.engines import engine
 from audio.isolation import RecognizerError
 from audio.windows import WINDOW_SECONDS, end_of, start_byte, windows
-from conftest import ROOT, kinds, recognizer_children, settings, wait_until, work_until_idle
+from conftest import ROOT, checkpoint, kinds, recognizer_children, save_result, settings, wait_until, work_until_idle
 from domain.stages import Step
 from media import encode, speech_pcm
 
@@ -45,9 +45,9 @@ def saved_windows(store, record_id) -> list[dict]:
 # --- windows ---------------------------------------------------------------------------------
 
 def test_windows_are_bounded_cut_where_quiet_and_the_same_from_a_checkpoint():
-    """No window exceeds 30 s; each cut lands in a pause of the speech; cutting the
-    rest of the audio from any window boundary gives exactly the windows an uninterrupted pass
-    gives (what makes a resumed recognition equal to an uninterrupted one)."""
+    """Recognition in windows: no window exceeds 30 s; each cut lands in a pause of the speech;
+    cutting the rest of the audio from any window boundary gives exactly the windows an
+    uninterrupted pass gives (what makes a resumed recognition equal to an uninterrupted one)."""
     pcm = speech_pcm() * 9  # ~88 s of real speech
     pieces = [pcm[i:i + 12345 * 2] for i in range(0, len(pcm), 12345 * 2)]  # odd piece sizes
     whole = list(windows(pieces))
@@ -70,8 +70,8 @@ def test_windows_are_bounded_cut_where_quiet_and_the_same_from_a_checkpoint():
 
 @pytest.mark.parametrize("engine_name", ["faster-whisper", "pocketsphinx"])
 def test_same_audio_same_text_whatever_was_decoded_before(engine_name):
-    """The same window gives the same segments whatever the recognizer
-    process decoded before it — one recording never influences another's text."""
+    """Recordings are isolated from each other: the same window gives the same segments whatever the
+    recognizer process decoded before it — one recording never influences another's text."""
     recognizer = engine(settings(engine=engine_name))
     first = speech_pcm()[:BYTES_PER_SECOND * 5]  # five seconds of speech: words enough, at half the CPU
     louder_noisy = (np.frombuffer(speech_pcm(), dtype=np.int16).astype(np.int32) * 3
@@ -91,10 +91,10 @@ def test_same_audio_same_text_whatever_was_decoded_before(engine_name):
 # --- checkpoints ---------------------------------------------------------------------------------
 
 def test_checkpoints_window_by_window(store, owner, tmp_path, hears_word_a_second):
-    """Each window's segments are saved under the claim as a `checkpoint` event with
-    the seconds done; windows are contiguous, none recognised twice; the text is every
-    segment in order and segment times lie within the recording. The subject is the windows,
-    not the words: they are a stand-in's (a word a second), the windows and times real."""
+    """Checkpointed recognition: each window's segments are saved under the claim as a `checkpoint`
+    event with the seconds done; windows are contiguous, none recognised twice; the text is every
+    segment in order and segment times lie within the recording. The subject is the windows, not the
+    words: they are a stand-in's (a word a second), the windows and times real."""
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=7))  # ~69 s
     s = settings()
     hears_word_a_second()
@@ -106,7 +106,7 @@ def test_checkpoints_window_by_window(store, owner, tmp_path, hears_word_a_secon
     for earlier, later in zip(marks, marks[1:]):
         assert later["from_seconds"] == earlier["seconds"]
     assert marks[-1]["seconds"] == pytest.approx(row["duration_seconds"])
-    assert row["recognized_seconds"] == pytest.approx(row["duration_seconds"])
+    assert saved_windows(store, record_id)[-1]["to_seconds"] == pytest.approx(row["duration_seconds"])
     segments = store.transcript(record_id)["segments"]
     starts = [s["start"] for s in segments]
     assert starts == sorted(starts) and segments[-1]["end"] <= row["duration_seconds"] + 0.1
@@ -138,10 +138,10 @@ while True:
 
 
 def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path, env, hears_word_a_second):
-    """A worker process killed mid-file (SIGKILL of its process group)
-    leaves its checkpoints; the next worker takes the record over once the lease ran out and goes
-    on from the last checkpoint: no window recognised twice (each stored once, by the claim that
-    recognised it), the text is assembled once at done from both claims' windows and equals an
+    """Resume from the last checkpoint: a worker process killed mid-file (SIGKILL of its process
+    group) leaves its checkpoints; the next worker takes the record over once the lease ran out and
+    goes on from the last checkpoint: no window recognised twice (each stored once, by the claim
+    that recognised it), the text is assembled once at done from both claims' windows and equals an
     uninterrupted run's, and neither record keeps its converted audio. The first worker is killed
     once its first window is saved, busy on the second (`window_hook`); the words are a stand-in's
     (what a real model writes after a resume is test_same_audio_same_text_whatever_was_decoded_before's)."""
@@ -159,7 +159,7 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
         os.killpg(first.pid, signal.SIGKILL)
     finally:
         first.wait(timeout=60)
-    done_before = store.read_record(interrupted)["recognized_seconds"]
+    done_before = store.read_record(interrupted)["checkpoint_seconds"]
     assert 0 < done_before < store.read_record(interrupted)["duration_seconds"]
     second = subprocess.run([sys.executable, "-c", script], env=worker_env, start_new_session=True,
                             capture_output=True, timeout=900)
@@ -182,7 +182,7 @@ def test_killed_worker_resumes_after_its_last_checkpoint(store, owner, tmp_path,
 
 
 def test_card_progress_advances_window_by_window(store, owner, tmp_path):
-    """Between runs the card shows how far recognition's checkpoints got."""
+    """Progress between runs: the card shows how far recognition's checkpoints got."""
     from domain.card import card
 
     record_id = accept(store, owner, encode(tmp_path / "long.flac", "flac", repeat=7))
@@ -190,14 +190,14 @@ def test_card_progress_advances_window_by_window(store, owner, tmp_path):
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
     claim = store.claim(Step.RECOGNIZE, s.policy(Step.RECOGNIZE))
     first = {"start": 0.0, "end": 1.0, "text": "x", "words": []}
-    assert store.checkpoint(claim, 0.0, 29.5, [first], "en", 60)
+    assert checkpoint(store, claim, 0.0, 29.5, [first], "en", 60)
     assert store.release(claim)
     shown = card(store.card_row(record_id))
     assert shown["progress_seconds"] == 29.5 and shown["language"] == "en" and not shown["working"]
 
 
 def test_checkpoint_that_misses_the_last_one_is_refused_as_a_failure(store, owner):
-    """P3/P4: a checkpoint whose window does not start at the record's
+    """P3/P4, against a defect once found: a checkpoint whose window does not start at the record's
     last checkpoint is refused even though the claim is still the writer's own; that is not a
     lost claim (the journal has no save_refused), it raises CheckpointRefused naming both
     positions, and nothing is written."""
@@ -205,24 +205,24 @@ def test_checkpoint_that_misses_the_last_one_is_refused_as_a_failure(store, owne
     from domain.claims import CheckpointRefused
 
     record_id = add_record(store, owner)
-    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 60.0})
+    assert save_result(store, store.claim(Step.CONVERT, policy()), {"duration_seconds": 60.0})
     claim = store.claim(Step.RECOGNIZE, policy())
     segment = {"start": 0.0, "end": 1.0, "text": "x", "words": []}
-    assert store.checkpoint(claim, 0.0, 29.5, [segment], "en", 60)
+    assert checkpoint(store, claim, 0.0, 29.5, [segment], "en", 60)
     with pytest.raises(CheckpointRefused, match="29.6-59s refused.* at 29.5s"):
-        store.checkpoint(claim, 29.6, 59.0, [segment], "en", 60)
+        checkpoint(store, claim, 29.6, 59.0, [segment], "en", 60)
     row = store.read_record(record_id)
-    assert (row["recognized_seconds"], row["claim_token"]) == (29.5, claim.token)
+    assert (row["checkpoint_seconds"], row["claim_token"]) == (29.5, claim.token)
     assert [(w["from_seconds"], w["to_seconds"]) for w in saved_windows(store, record_id)] == [(0, 29.5)]
     assert "save_refused" not in kinds(store, record_id)
 
 
 def test_refused_checkpoint_ends_halted_not_claimed_forever(store, owner, tmp_path, monkeypatch, hears_word_a_second):
-    """P4: a recognition whose checkpoints are refused while its claim is
-    live (here a window start that is off by a second, as a windowing bug would give) counts a
-    failed attempt per run with a clear error, and halts with attempts_exhausted; before, each
-    run ended as a lost claim and the record was claimed again forever. The words are a
-    stand-in's: the subject is the checkpoint."""
+    """P4, against a defect once found: a recognition whose checkpoints are refused while its claim
+    is live (here a window start that is off by a second, as a windowing bug would give) counts a
+    failed attempt per run with a clear error, and halts with attempts_exhausted; before, each run
+    ended as a lost claim and the record was claimed again forever. The words are a stand-in's: the
+    subject is the checkpoint."""
     import actors.steps
 
     real_windows = actors.steps.windows
@@ -241,16 +241,16 @@ def test_refused_checkpoint_ends_halted_not_claimed_forever(store, owner, tmp_pa
     row = store.read_record(record_id)
     assert (row["stage"], row["halt_reason"], row["failures"]) == ("converted", "attempts_exhausted", 2)
     assert row["halt_error"].startswith("CheckpointRefused: checkpoint 1-") and "at 0s" in row["halt_error"]
-    assert row["recognized_seconds"] == 0 and not saved_windows(store, record_id)
+    assert row["checkpoint_seconds"] == 0 and not saved_windows(store, record_id)
     assert "save_refused" not in kinds(store, record_id)
 
 
 # --- the recognizer process: deadlines, replacement ----------------------------------------------
 
 def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):
-    """A recognizer child that stops answering (SIGSTOP) is killed at its
-    deadline, the run counts as a failed attempt with the reason, the worker thread comes back,
-    and the next run gets a new child and finishes the record."""
+    """A hung recognizer costs one attempt: a recognizer child that stops answering (SIGSTOP) is
+    killed at its deadline, the run counts as a failed attempt with the reason, the worker thread
+    comes back, and the next run gets a new child and finishes the record."""
     record_id = accept(store, owner, encode(tmp_path / "speech.flac", "flac"))
     s = settings(engine="pocketsphinx", recognizer_timeout_seconds=30, backoff_seconds=0)
     assert run_once(store, s, Step.CONVERT) == Outcome.SAVED
@@ -272,8 +272,8 @@ def test_hung_recognizer_is_killed_counted_and_replaced(store, owner, tmp_path):
 
 
 def test_a_dead_recognizer_is_replaced_before_the_next_window():
-    """A child killed between recordings is never handed the next one: the next
-    call starts a new child instead of failing at once."""
+    """A dead recognizer is replaced: a child killed between recordings is never handed the next
+    one: the next call starts a new child instead of failing at once."""
     recognizer = engine(settings(engine="pocketsphinx"))
     recognizer.recognize(speech_pcm()[:BYTES_PER_SECOND * 2], "en")
     child = psutil.Process(recognizer.pid)
@@ -286,9 +286,9 @@ def test_a_dead_recognizer_is_replaced_before_the_next_window():
 
 
 def test_a_recognizer_killed_while_idle_gives_way_in_the_same_call():
-    """A child killed while it waits between recordings, and handed the next one
-    as soon as it shows as ended, before its threads are all gone and poll() says so, costs no
-    failed attempt: the call starts a new child and answers (it once failed the run)."""
+    """A dead recognizer is replaced: a child killed while it waits between recordings, and handed
+    the next one as soon as it shows as ended, before its threads are all gone and poll() says so,
+    costs no failed attempt: the call starts a new child and answers (it once failed the run)."""
     recognizer = engine(settings())  # a model's child has several threads
     recognizer.recognize(speech_pcm()[:BYTES_PER_SECOND * 2], "en")
     killed = psutil.Process(recognizer.pid)
@@ -302,8 +302,8 @@ def test_a_recognizer_killed_while_idle_gives_way_in_the_same_call():
 # --- languages and models ------------------------------------------------------------------------
 
 def test_russian_speech_comes_out_in_cyrillic_with_the_multilingual_model(store, owner, tmp_path):
-    """With the multilingual model and language auto, Russian speech is detected as
-    ru and transcribed in Cyrillic; the card shows the language detected."""
+    """Language detection: with the multilingual model and language auto, Russian speech is detected
+    as ru and transcribed in Cyrillic; the card shows the language detected."""
     from domain.card import card
 
     s = settings(whisper_model="base", home=tmp_path / "home")
@@ -342,8 +342,9 @@ def test_bad_engine_settings_fail_naming_the_variable(variable, value, words):
 
 
 def test_missing_or_corrupt_model_fails_at_start(tmp_path, env):
-    """A model directory that does not exist, or bundled weights whose file fails its
-    SHA-256 check, stop the start with one line naming TRANSCRIBER_WHISPER_MODEL."""
+    """Weights are checked before use: a model directory that does not exist, or bundled weights
+    whose file fails its SHA-256 check, stop the start with one line naming
+    TRANSCRIBER_WHISPER_MODEL."""
     from audio import models
 
     run = subprocess.run([sys.executable, "-m", "transcriber.cli", "transcribe", str(encode(tmp_path / "a.wav"))],
@@ -382,10 +383,11 @@ def test_bundled_weights_verify_and_the_split_model_is_joined(tmp_path):
 
 
 def test_a_model_cache_made_by_another_install_is_mended(tmp_path):
-    """The joined base's cache links its small files to the installed packages. A
-    cache that outlived its install (the virtual environment made again elsewhere, or the cache
-    copied to another machine) holds links to files that are gone or are not this install's:
-    they are pointed at this install's verified files again instead of failing the start."""
+    """A cache from another install does not stop the start: the joined base's cache links its small
+    files to the installed packages. A cache that outlived its install (the virtual environment made
+    again elsewhere, or the cache copied to another machine) holds links to files that are gone or
+    are not this install's: they are pointed at this install's verified files again instead of
+    failing the start."""
     from audio.models import resolve
 
     base = Path(resolve("base", tmp_path))

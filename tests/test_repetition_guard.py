@@ -1,4 +1,4 @@
-"""The repetition guard of the faster-whisper engine (issue 7 §3, accuracy follow-up): a window
+"""The repetition guard of the faster-whisper engine, against text Whisper invents: a window
 whose text loops is decoded again with repeats forbidden, and a loop that survives is cut,
 deterministically (no temperature fallback)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ def timed(words: list[str], start: float = 0.0) -> dict:
 
 
 def test_compression_ratio_tells_a_loop_from_speech():
-    """Issue 7 accuracy §1: Whisper's own test — a repeated phrase compresses far better than speech."""
+    """Whisper's own test — a repeated phrase compresses far better than speech."""
     speech = "So this is the sick corpus. I have a cold, so I probably sound quite different than the acoustic corpus."
     loop = "Montreal " + "but I think it's a good idea to do that, " * 20
     assert compression_ratio(speech) < LOOP_COMPRESSION < compression_ratio(loop)
@@ -26,7 +26,7 @@ def test_compression_ratio_tells_a_loop_from_speech():
 
 
 def test_cut_repeats_keeps_the_first_saying_of_a_looped_phrase():
-    """Issue 7 accuracy §1: a phrase said three times or more in a row is cut to its first saying,
+    """A phrase said three times or more in a row is cut to its first saying,
     across segment boundaries, whatever the case and punctuation; what follows the loop stays."""
     looped = [segment("Montreal, but I think it's a good idea to do that,"),
               segment("but I think it's a good idea to do that, But I think it's a good idea"),
@@ -38,13 +38,14 @@ def test_cut_repeats_keeps_the_first_saying_of_a_looped_phrase():
 
 
 def test_cut_repeats_leaves_speech_that_only_repeats_twice():
-    """Issue 7 accuracy §1: 'very very' or a phrase said twice is speech, not a loop."""
+    """'very very' or a phrase said twice is speech, not a loop."""
     speech = [segment("it is very very good, it is very very good indeed"), segment("words words and more")]
     assert cut_repeats(speech) == speech
 
 
 def test_cut_repeats_trims_timed_words_and_the_segment_end():
-    """Issue 7.5: the cut segment keeps only its kept words' timings, and ends with the last of them."""
+    """Word timings stay true after a cut: the cut segment keeps only its kept words' timings, and
+    ends with the last of them."""
     out = cut_repeats([timed(["Montreal"] + ["uh,"] * 6 + ["forced", "aligner."])])
     assert [w["word"] for w in out[0]["words"]] == ["Montreal", "uh,", "forced", "aligner."]
     assert out[0]["text"] == "Montreal uh, forced aligner."

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, add_record, kinds, policy
+from conftest import ROOT, add_record, kinds, policy, save_result
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.resume import RESUME_RESETS, NotHalted, UnknownRecord, resume
 from domain.stages import Step
@@ -15,7 +15,7 @@ from domain.stages import Step
 def halted_at_converted(store, owner):
     add_record(store, owner)
     convert = store.claim(Step.CONVERT, policy())
-    assert store.save_result(convert, {"duration_seconds": 3.0})
+    assert save_result(store, convert, {"duration_seconds": 3.0})
     recognize = store.claim(Step.RECOGNIZE, policy())
     assert store.halt(recognize, HaltReason.ATTEMPTS_EXHAUSTED, "engine crashed", count_failure=True)
     return recognize
@@ -55,13 +55,13 @@ def test_resume_resets_every_guard(store, owner, db):
     claim = store.claim(Step.CONVERT, p)
     assert store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, "two", count_failure=True)
     with db.transaction() as conn:  # it stood halted for two hours, with a pause still pending
-        conn.execute("UPDATE records SET stage_entered_at = now() - interval '2 hours', "
-                     "retry_after = now() + interval '1 hour' WHERE id = %s", [record_id])
+        conn.execute("UPDATE steps SET entered_at = now() - interval '2 hours', "
+                     "retry_after = now() + interval '1 hour' WHERE record_id = %s", [record_id])
     resume(store, record_id)
     row = store.read_record(record_id)
     assert row["failures"] == 0 and row["retry_after"] is None
     assert row["halted_at"] is None and row["halt_reason"] is None and row["halt_error"] is None
-    assert (row["updated_at"] - row["stage_entered_at"]).total_seconds() < 1
+    assert (row["updated_at"] - row["entered_at"]).total_seconds() < 1
     again = store.claim(Step.CONVERT, p)
     assert isinstance(again, Claim) and again.record_id == record_id
     assert store.read_record(record_id)["halted_at"] is None
@@ -91,10 +91,10 @@ def test_resume_is_in_the_journal_as_human(store, owner):
 
 
 def test_resume_names_every_guard_of_the_spec():
-    """P5: the one list of guards holds exactly the fields the spec names, and the lost-lease
-    count of the crash-loop guard (issue 8 §2)."""
+    """P5: the one list of guards holds exactly the fields P5 names, and the lost-lease
+    count of the crash-loop guard (tests/test_lost_leases.py)."""
     assert set(RESUME_RESETS) == {"halted_at", "halt_reason", "halt_error", "claim_token",
-                                  "lease_expires_at", "failures", "retry_after", "stage_entered_at",
+                                  "lease_expires_at", "failures", "retry_after", "entered_at",
                                   "lost_leases"}
 
 

@@ -1,4 +1,4 @@
-"""Retention of original audio (issue 16 §2): with TRANSCRIBER_AUDIO_RETENTION_DAYS set, the
+"""Retention of original audio: with TRANSCRIBER_AUDIO_RETENTION_DAYS set, the
 original of a done record older than that is deleted by a periodic, batched, fenced pass; the
 record, its card and its text stay, the journal says `audio_expired`, the card says the audio is
 gone and GET /records/{id}/audio answers 410 `audio_expired`. Fractional days work: the tests
@@ -32,10 +32,11 @@ def _mark_done(db, record_ids) -> None:
     with db.connection() as conn:
         conn.execute("UPDATE records SET stage = 'done', stage_entered_at = now(), transcript = 'x' "
                      "WHERE id = ANY(%s)", [list(record_ids)])
+        conn.execute("DELETE FROM steps WHERE record_id = ANY(%s)", [list(record_ids)])
 
 
 def test_expired_audio_is_gone_and_the_record_stays(make_api, store, db, tmp_path):
-    """Issue 16 §2: a done record past the retention (1 s, given in days) loses its original to
+    """A done record past the retention (1 s, given in days) loses its original to
     the retention actor: the card says `audio: expired`, the audio address answers 410
     `audio_expired`, the text is still served, the journal has one `audio_expired`, the blob is
     gone and the owner's stored bytes fall. A record not done yet keeps its audio."""
@@ -72,7 +73,7 @@ def test_expired_audio_is_gone_and_the_record_stays(make_api, store, db, tmp_pat
 
 
 def test_retention_pass_is_batched_and_fenced(store, db, owner):
-    """Issue 16 §2: the pass works in batches (25 due records, batches of 10), leaves records not
+    """The pass works in batches (25 due records, batches of 10), leaves records not
     done and records younger than the retention alone, skips a record another transaction holds
     (taken by the next pass), and two passes released at once by a barrier expire each record
     exactly once."""
@@ -108,7 +109,7 @@ def test_retention_pass_is_batched_and_fenced(store, db, owner):
 
 
 def test_retention_setting_and_schedule(env):
-    """Issue 16 §2: TRANSCRIBER_AUDIO_RETENTION_DAYS takes fractional days (unset: keep); a broken
+    """TRANSCRIBER_AUDIO_RETENTION_DAYS takes fractional days (unset: keep); a broken
     value stops the start with one line naming it; with it set the scheduler sends the retention
     pass (a quarter of the retention apart, at most hourly), without it never."""
     assert load({}).audio_retention_seconds is None
@@ -130,7 +131,7 @@ def test_retention_setting_and_schedule(env):
 
 
 def test_the_retention_pass_finds_due_records_by_its_index(store, owner, db):
-    """Issue 16 §2: in an archive where most done records lost their original long ago (5,000
+    """In an archive where most done records lost their original long ago (5,000
     records, statistics gathered), the pass's batch reads the retention index (done records still
     holding their original, oldest first), not a sequential scan of records."""
     from test_storage import explain

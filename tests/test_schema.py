@@ -4,7 +4,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from conftest import add_record, policy
+from conftest import add_record, policy, save_result
 from db import Database
 from db.queries import migrations
 from domain.stages import Step
@@ -30,7 +30,7 @@ def test_adding_a_column_needs_no_change_to_the_claim(db, store, owner, tmp_path
         conn.execute("UPDATE records SET mood = 'calm' WHERE id = %s", [record_id])
     claim = store.claim(Step.CONVERT, policy())
     assert store.read_record(claim.record_id)["mood"] == "calm"
-    assert store.save_result(claim, {"duration_seconds": 2.0})
+    assert save_result(store, claim, {"duration_seconds": 2.0})
     assert store.read_record(record_id)["mood"] == "calm"
 
 
@@ -102,10 +102,11 @@ def test_orphaned_audio_is_swept(store, owner, db):
 
 
 def test_records_from_before_windows_keep_their_text_and_let_their_audio_go(database_url):
-    """Issue 16 §1 (migrations 10 and 11), on a database migrated from before them: a done
-    record keeps its text and segments (now its one window) and lets its converted audio go (the
-    sweep's after the grace); a record halfway through recognition goes on from its checkpoint;
-    existing audio counts as complete; `transcriber check` finds it all sound."""
+    """Storage that follows the record's life (migrations 10 and 11), on a database migrated from
+    before them: a done record keeps its text and segments (now its one window) and lets its
+    converted audio go (the sweep's after the grace); a record halfway through recognition goes on
+    from its checkpoint; existing audio counts as complete; `transcriber check` finds it all
+    sound."""
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.types.json import Jsonb

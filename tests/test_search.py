@@ -1,4 +1,4 @@
-"""Full-text search over the owner's archive (issue 18): real PostgreSQL, texts saved by the
+"""Full-text search over the owner's archive: real PostgreSQL, texts saved by the
 pipeline's own statements (checkpoints, then the done save), searched through the API in-process."""
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def found(answer) -> list[tuple[int, float | None]]:
 
 
 def test_a_word_is_found_at_the_second_it_was_said(store, world):
-    """Issue 18 §Index, §API: a word said at 00:01:23 is found with its segment's start and end,
+    """A word said at 00:01:23 is found with its segment's start and end,
     its record's id, title and card, and a snippet that marks it; its last word typed is a prefix
     (`pipel`), words in quotes are a phrase, other words need not be adjacent."""
     app, search, alice, _, ids = world
@@ -64,7 +64,7 @@ def test_a_word_is_found_at_the_second_it_was_said(store, world):
 
 
 def test_a_hit_is_at_its_first_matched_word(store, world):
-    """Issue 18 §API: a hit says when its first matched word was said (`at`, from the segment's
+    """A hit says when its first matched word was said (`at`, from the segment's
     word times), besides its segment's start and end: "pipeline" is the third of eight words
     timed evenly over 83.0–88.5 s; of two words asked, the earlier one said; an inflected or
     prefix match, and ё for е, are found at their word too. A segment without word times is at
@@ -91,7 +91,7 @@ def test_a_hit_is_at_its_first_matched_word(store, world):
 
 
 def test_russian_inflections_and_yo(store, world):
-    """Issue 18 §Index: a Russian record is indexed with the russian configuration ("конвейер"
+    """A Russian record is indexed with the russian configuration ("конвейер"
     finds "конвейера"); ё and е match both ways; a Cyrillic prefix works."""
     _, search, alice, _, ids = world
     record = done_record(store, ids["alice"], RUSSIAN, language="ru")
@@ -104,7 +104,7 @@ def test_russian_inflections_and_yo(store, world):
 
 
 def test_title_summary_topics_follow_the_owners_edit(store, world):
-    """Issue 18 §Index: the title, summary and topics are searchable and follow the owner's edit
+    """The title, summary and topics are searchable and follow the owner's edit
     (the old title is no longer found); such a hit has no time."""
     app, search, alice, _, ids = world
     record = done_record(store, ids["alice"], TALK, title="Quarterly review")
@@ -119,7 +119,7 @@ def test_title_summary_topics_follow_the_owners_edit(store, world):
 
 
 def test_deleted_and_other_owners_records_are_never_found(store, world):
-    """Issue 18 §API: another owner's words never appear, not even in the count; a deleted
+    """Another owner's words never appear, not even in the count; a deleted
     record's words are gone with it."""
     app, search, alice, bob, ids = world
     kept = done_record(store, ids["alice"], TALK)
@@ -135,8 +135,8 @@ def test_deleted_and_other_owners_records_are_never_found(store, world):
 
 
 def test_a_deletion_waiting_on_an_edit_in_flight_leaves_no_search_rows(store, world):
-    """Issue 18 §Index (migration 50: the rows go with their record by a trigger, not a foreign
-    key): the owner's edit writes the record's search row in a transaction still open while a
+    """The search rows go with their record by a trigger, not a foreign key (migration 50): the
+    owner's edit writes the record's search row in a transaction still open while a
     deletion of the record starts; the deletion waits for it, and once both are done the
     record's words are found nowhere and no search row of it is left."""
     _, search, alice, _, ids = world
@@ -157,7 +157,7 @@ def test_a_deletion_waiting_on_an_edit_in_flight_leaves_no_search_rows(store, wo
 
 
 def test_pages_and_filters(store, world):
-    """Issue 18 §API: limit/offset pages with `next`, and the stage, topic and from/to filters."""
+    """Limit/offset pages with `next`, and the stage, topic and from/to filters."""
     app, search, alice, _, ids = world
     first = done_record(store, ids["alice"], [(0.0, 2.0, "alpha one"), (2.0, 4.0, "alpha two")])
     second = done_record(store, ids["alice"], [(0.0, 2.0, "alpha three")])
@@ -175,7 +175,7 @@ def test_pages_and_filters(store, world):
 
 
 def test_a_count_past_a_thousand_is_capped_and_says_so(store, world):
-    """Issue 18 §Speed: hits are counted up to 1,000; past that, `total` is 1000 with
+    """A count that stays cheap: hits are counted up to 1,000; past that, `total` is 1000 with
     `total_capped` true, and the pages stop at the 1,000th hit (another owner's 1,001 matching
     segments never count for the owner's own query). Under 1,000 the count is exact and not
     capped."""
@@ -196,7 +196,7 @@ def test_a_count_past_a_thousand_is_capped_and_says_so(store, world):
 
 
 def test_only_negated_words_find_the_owners_other_segments(store, world):
-    """Issue 18 §API: a query of negated words only (`-pipeline`) is a query the index cannot
+    """A query of negated words only (`-pipeline`) is a query the index cannot
     look a word up for; it finds the owner's segments without the word, and none of another
     owner's."""
     _, search, alice, bob, ids = world
@@ -218,7 +218,7 @@ HOSTILE = [
 
 
 def test_hostile_queries_never_get_a_500(store, world):
-    """Issue 18 §API, §Tests: any query text from a table of 47 kinds (operators, quotes,
+    """Any query text from a table of 47 kinds (operators, quotes,
     unbalanced parentheses, NUL, lone surrogates, 10,000 characters, SQL) answers 200 with hits or
     422 with a message, never a 500."""
     app, _, alice, _, ids = world
@@ -236,8 +236,8 @@ def test_hostile_queries_never_get_a_500(store, world):
 
 
 def test_operators_get_no_content_search(store, world):
-    """Issue 18 §Operators: the panel has no search of content, and an operator's token is
-    refused by the owner's search."""
+    """An operator never searches content: the panel has no search of content, and an operator's
+    token is refused by the owner's search."""
     app, _, _, _, ids = world
     done_record(store, ids["alice"], TALK)
     operator = store.add_operator("root")
@@ -249,7 +249,7 @@ def test_operators_get_no_content_search(store, world):
 
 
 def test_search_from_the_command_line(store, env):
-    """Issue 18 §CLI: `transcriber search --owner NAME "query"` prints `id  hh:mm:ss  snippet`
+    """`transcriber search --owner NAME "query"` prints `id  hh:mm:ss  snippet`
     lines of that owner's hits only; a query that is no query exits 2 with a message."""
     import subprocess
     import sys

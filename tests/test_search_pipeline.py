@@ -1,4 +1,4 @@
-"""Search over records that went through the whole pipeline (issue 18 §Tests): real recordings
+"""Search over records that went through the whole pipeline: real recordings
 uploaded over HTTP, converted, and recognised by the remote engine against a local
 OpenAI-compatible stand-in that answers with texts of the test's choosing (English and Russian,
 timed from the recording's start), so that the words said at a given second are known."""
@@ -60,7 +60,7 @@ def narrator():
 
 @pytest.mark.parametrize("language, query", [("en", "pipeline"), ("ru", "конвейер")])
 def test_words_said_at_a_second_are_found_there(make_api, narrator, tmp_path, language, query):
-    """Issue 18 §Tests: a word said at 00:01:23 of a recording that went through the pipeline is
+    """A word said at 00:01:23 of a recording that went through the pipeline is
     found with `start` <= 83 < `end` (its segment's) and `at` the second its word was said (the
     third of four words timed evenly over the segment; "конвейера" the second of three); in
     Russian, "конвейер" finds "конвейера"; another owner finds nothing of it."""

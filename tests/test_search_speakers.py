@@ -1,4 +1,4 @@
-"""Search by speaker (issue 19 §Names, issue 18 §API): real PostgreSQL, a text saved by the
+"""Search by speaker, by label or by the owner's name for it: real PostgreSQL, a text saved by the
 pipeline's own statements, speaker turns saved by the diarize step's fenced save; searched through
 the API in-process and the command line."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import sys
 
 from fastapi.testclient import TestClient
 
-from actors.diarizing import save_turns
-from conftest import policy, settings
+from conftest import policy, save_turns, settings
+from domain.stages import Step
 from searching import done_record
 from web.app import create_app
 
@@ -38,7 +38,7 @@ def test_search_keeps_one_speakers_words(store):
                       key=lambda hit: (hit[0], -1 if hit[1] is None else hit[1]))
 
     assert hits("budget", speaker="S1") == []                     # not diarized yet: nobody is known
-    stale = store.claim_speakers(policy(lease=0.5))
+    stale = store.claim(Step.DIARIZE, policy(lease=0.5))
     fresh = _claimed_again(store)
     assert not save_turns(store, stale, [{"start": 0.0, "end": 16.0, "speaker": "S1"}])
     assert hits("budget", speaker="S1") == []                     # the refused save labelled nothing
@@ -65,7 +65,7 @@ def test_search_by_speaker_from_the_command_line(store, env):
     each at the second its word was said ("ship" at 8.7 s and 11.7 s, in segments from 4 and 10 s)."""
     store.add_owner("alice")
     record = done_record(store, store.owner_by_name("alice")["id"], TALK, diarize=True, words=True)
-    assert save_turns(store, store.claim_speakers(policy()), TURNS)
+    assert save_turns(store, store.claim(Step.DIARIZE, policy()), TURNS)
     printed = subprocess.run([sys.executable, "-m", "transcriber.cli", "search", "--owner", "alice",
                               "--speaker", "S2", "ship"], env=env, capture_output=True, text=True, timeout=120)
     assert printed.returncode == 0, printed.stderr
@@ -74,25 +74,7 @@ def test_search_by_speaker_from_the_command_line(store, env):
 
 
 def _claimed_again(store):
-    """The same speakers row claimed anew once the first lease ran out (waiting on the lease)."""
+    """The same diarize step claimed anew once the first lease ran out (waiting on the lease)."""
     from conftest import wait_until
 
-    return wait_until(lambda: store.claim_speakers(policy()) or None, 30)
-
-
-def test_the_migration_labels_records_diarized_before_it(store, db):
-    """Migration 60's backfill gives the search rows of a record diarized before it the same
-    speakers as the diarize step's save does (word by word, as the formats label them)."""
-    from db.queries import migrations
-
-    store.add_owner("alice")
-    record = done_record(store, store.owner_by_name("alice")["id"], TALK, diarize=True, words=True)
-    assert save_turns(store, store.claim_speakers(policy()), TURNS)
-    said = "SELECT coalesce(jsonb_agg(to_jsonb(speakers) ORDER BY n), '[]') AS said FROM search_rows WHERE record_id = %s"
-    saved = db.one(said, (record,))["said"]
-    assert saved == [[], ["S1"], ["S1", "S2"], ["S2"]]
-    backfill = next(text for version, _, text in migrations() if version == 60)
-    with db.transaction() as conn:
-        conn.execute("UPDATE search_rows SET speakers = '{}'")
-        conn.execute(backfill.split("DEFAULT '{}';", 1)[1])  # all but the ALTER TABLE
-    assert db.one(said, (record,))["said"] == saved
+    return wait_until(lambda: store.claim(Step.DIARIZE, policy()) or None, 30)

@@ -1,4 +1,4 @@
-"""Browser sessions in PostgreSQL (issue 17 §3): two `transcriber serve` processes share a
+"""Browser sessions in PostgreSQL: two `transcriber serve` processes share a
 sign-in, a restart keeps it, sign-out on one ends it on both; idle sessions end and are swept
 without anyone signing in; the row holds no token; over HTTPS the cookie is `__Host-` prefixed."""
 from __future__ import annotations
@@ -64,7 +64,7 @@ def two_serves(env, tmp_path):
 
 
 def test_two_serve_processes_share_a_session_across_restarts(store, owner, two_serves):
-    """Issue 17 §3: signed in on one `serve`, the same cookie works on a second `serve` on another
+    """Signed in on one `serve`, the same cookie works on a second `serve` on another
     port (reads, and a change with the page's CSRF token); both restarted, still signed in;
     signed out on one, the cookie opens nothing on either."""
     token = store.new_token("alice")
@@ -97,7 +97,7 @@ def test_two_serve_processes_share_a_session_across_restarts(store, owner, two_s
 
 
 def test_a_session_row_holds_no_token_and_ends_with_its_token(store, owner):
-    """Issue 17 §3: the row keeps hashes only (neither the token nor the cookie's id is in it);
+    """The row keeps hashes only (neither the token nor the cookie's id is in it);
     a replaced token ends the session at once."""
     token = store.new_token("alice")
     sessions = Sessions(store, idle=3600)
@@ -113,7 +113,7 @@ def test_a_session_row_holds_no_token_and_ends_with_its_token(store, owner):
 
 
 def test_idle_sessions_end_and_are_swept_periodically(store, owner):
-    """Issue 17 §3: a session unused for the idle time has ended, and the periodic sweep deletes its
+    """A session unused for the idle time has ended, and the periodic sweep deletes its
     row without anyone signing in; a session in use stays."""
     token = store.new_token("alice")
     sessions = Sessions(store, idle=1.0)
@@ -137,7 +137,7 @@ def test_idle_sessions_end_and_are_swept_periodically(store, owner):
 
 
 def test_over_https_the_cookie_is_host_prefixed(store, owner):
-    """Issue 17 §3: over HTTPS (or a proxy saying so) the cookie is `__Host-`, Secure, Path=/;
+    """Over HTTPS (or a proxy saying so) the cookie is `__Host-`, Secure, Path=/;
     the plain-named cookie counts for nothing there. CSRF is compared in constant time and any
     text sent in its place is refused, never a 500."""
     token = store.new_token("alice")

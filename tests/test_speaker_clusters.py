@@ -1,4 +1,4 @@
-"""Issue 19 §1 (clustering and word assignment, numpy only: these run without the extra)."""
+"""Speaker clustering and word assignment (numpy only: these run without the extra)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +23,7 @@ def agree(labels: np.ndarray, truth: np.ndarray) -> bool:
 
 
 def test_the_number_of_voices_is_found_few_or_many_windows(monkeypatch):
-    """Issue 19 §1: few windows (agglomeration), many (spectral) and more than MAX_POINTS (runs
+    """Few windows (agglomeration), many (spectral) and more than MAX_POINTS (runs
     of windows clustered, then each window labelled) each find the voices."""
     monkeypatch.setattr(clusters, "MAX_POINTS", 200)  # the long-recording path, on a small scale
     for per_voice in ([6, 4], [60, 30, 45], [300, 150]):
@@ -34,14 +34,14 @@ def test_the_number_of_voices_is_found_few_or_many_windows(monkeypatch):
 
 
 def test_the_owner_can_fix_the_number_of_speakers():
-    """Issue 19 (per upload `speakers` = a number): a given count is kept."""
+    """An upload may give the number of speakers (`speakers` = a number): a given count is kept."""
     vectors, _ = voices(3, [20, 20, 20])
     assert len(set(cluster(vectors, 2).tolist())) == 2
     assert set(cluster(vectors, 1).tolist()) == {0}
 
 
 def test_a_segment_is_split_where_its_speaker_changes():
-    """Issue 19 (quality): each word gets the turn it overlaps most, a segment never spans two
+    """Each word gets the turn it overlaps most, a segment never spans two
     speakers, and a word in a pause gets the nearest turn."""
     found = turns(np.array([[0.0, 1.5], [0.75, 2.25], [1.5, 3.0]]), np.array([0, 0, 1]))
     assert found == [Turn(0.0, 1.875, "S1"), Turn(1.875, 3.0, "S2")]
@@ -54,7 +54,7 @@ def test_a_segment_is_split_where_its_speaker_changes():
 
 
 def test_a_briefly_heard_voice_is_kept_and_a_few_odd_windows_join_their_speaker():
-    """Issue 19 (speakers with little speech kept; one speaker counted once): two windows of a
+    """Speakers with little speech are kept and one speaker is counted once: two windows of a
     voice unlike every other stay a speaker of their own, while four windows only partly like a
     speaker (as a phrase said in another voice register is) join that speaker."""
     vectors, truth = voices(3, [30, 30, 2])

@@ -1,4 +1,4 @@
-"""Issue 19 §1: offline speaker diarization on real recorded speech (the optional extra
+"""Offline speaker diarization on real recorded speech (the optional extra
 `speakers`). Every test here is skipped, saying so, where the extra is not installed."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def true_speaker(spans, start: float, end: float) -> str | None:
 
 
 def test_two_speakers_are_found_and_their_turns_follow_the_voices(conversation):
-    """Issue 19 §1: a conversation of two real speakers gives two speakers, and the found turns
+    """A conversation of two real speakers gives two speakers, and the found turns
     cover the true ones (scored frame by frame under the best mapping of labels)."""
     from audio.speakers.diarize import diarize
 
@@ -62,7 +62,7 @@ def test_two_speakers_are_found_and_their_turns_follow_the_voices(conversation):
 
 
 def test_each_word_gets_its_speaker_and_segments_never_span_two(conversation):
-    """Issue 19 §1 (words): the recognised words get the speaker of the turn they overlap most:
+    """Words get speakers: the recognised words get the speaker of the turn they overlap most:
     all but at most two around each change of speaker are right; and the formats label it."""
     from audio.engines import build, spec
     from audio.speakers.assign import assign
@@ -88,7 +88,7 @@ def test_each_word_gets_its_speaker_and_segments_never_span_two(conversation):
 
 
 def test_silence_has_no_speakers_and_one_voice_is_one_speaker():
-    """Issue 19 §1: no speech gives no turns; a single speaker is not split in two."""
+    """No speech gives no turns; a single speaker is not split in two."""
     from audio.speakers.diarize import diarize
 
     assert diarize(np.zeros(3 * SAMPLE_RATE, np.float32)) == []
@@ -97,7 +97,7 @@ def test_silence_has_no_speakers_and_one_voice_is_one_speaker():
 
 
 def test_a_changed_model_file_is_refused(tmp_path, monkeypatch):
-    """Issue 19 (weights hash-checked): a model file that is not the pinned one is not loaded."""
+    """The speaker model's weights are hash-checked: a model file that is not the pinned one is not loaded."""
     from audio.speakers import embed
 
     bad = tmp_path / "campplus.onnx"

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from actors.work import Outcome, run_once
-from conftest import add_record, kinds, policy, recognizer_children, settings, wait_until, work_until_idle
+from conftest import add_record, kinds, policy, recognizer_children, save_result, settings, wait_until, work_until_idle
 from domain.claims import Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
@@ -169,7 +169,7 @@ def test_refused_renewal_after_human_resume_stops_the_step(store, owner, tmp_pat
     while not isinstance(other, Claim):  # as if the step's renewals had been lost for a while
         assert time.monotonic() < deadline, (store.read_record(record_id), kinds(store, record_id), result)
         with db.transaction() as conn:
-            conn.execute("UPDATE records SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+            conn.execute("UPDATE steps SET lease_expires_at = now() - interval '1 second' WHERE record_id = %s",
                          [record_id])
         other = store.claim(Step.RECOGNIZE, s.policy(Step.RECOGNIZE))
     assert store.halt(other, HaltReason.ATTEMPTS_EXHAUSTED, "simulated")
@@ -212,7 +212,7 @@ def kinds_detail(store, record_id) -> str:
 
 
 def test_lease_renewal_does_not_wait_for_the_step(store, owner):
-    """Issue 8 §6, P3: the lease is renewed on a thread of its own, not between the step's beats:
+    """P3: the lease is renewed on a thread of its own, not between the step's beats:
     while the step waits (on a slow recognizer child) without beating, the lease is still
     extended; and a step silent for a whole lease is taken for hung, its lease left to run out,
     so another worker can take the record over."""
@@ -230,7 +230,7 @@ def test_lease_renewal_does_not_wait_for_the_step(store, owner):
             time.sleep(0.1)
         beat(1.0)
     assert store.read_record(record_id)["progress_seconds"] in (0.0, 1.0)
-    assert store.save_result(claim, {"duration_seconds": 1.0})
+    assert save_result(store, claim, {"duration_seconds": 1.0})
 
     record_id = add_record(store, owner)
     short = policy(lease=1)
@@ -241,3 +241,25 @@ def test_lease_renewal_does_not_wait_for_the_step(store, owner):
             assert time.monotonic() < deadline, "a silent step's lease never ran out"
             time.sleep(0.2)
     assert other.record_id == record_id and other.token > claim.token
+
+
+def test_a_save_that_raises_is_a_failed_attempt_at_once(store, owner, tmp_path, monkeypatch):
+    """P4 for the save too: an exception in a step's save (not only in its work) is a failed
+    attempt recorded under the token at once, attempts counted and the claim let go, never left
+    to the lease; the next run saves."""
+    record_id = accept(store, owner, encode(tmp_path / "a.wav", "wav", seconds=2))
+    s = settings(convert_lease_seconds=3600, backoff_seconds=0)
+    saving = store.save
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the save broke")
+
+    monkeypatch.setattr(store, "save", broken)
+    assert run_once(store, s, Step.CONVERT) is Outcome.FAILED
+    row = store.read_record(record_id)
+    assert (row["stage"], row["failures"], row["claim_token"], row["lease_expires_at"]) == ("created", 1, None, None)
+    failed = [e["detail"] for e in store.events(record_id) if e["kind"] == "failed"]
+    assert [(f["attempt"], f["step"]) for f in failed] == [(1, "convert")]
+    assert "RuntimeError: the save broke" in failed[0]["error"]
+    monkeypatch.setattr(store, "save", saving)
+    assert run_once(store, s, Step.CONVERT) is Outcome.SAVED

@@ -1,4 +1,4 @@
-"""Storage that follows the record's life (issue 16 §1): audio written in committed chunks and
+"""Storage that follows the record's life: audio written in committed chunks and
 usable once complete, converted audio let go by the save that reaches done, windows written
 once, and the orphan sweep in bounded batches over indexes. Real PostgreSQL, real audio decoded
 by PyAV, real worker processes killed where the rule is about a worker dying."""
@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from actors.work import Outcome, run_once
-from conftest import ROOT, add_record, kinds, policy, settings, work_until_idle
+from conftest import ROOT, add_record, checkpoint, kinds, policy, save_result, settings, work_until_idle
 from db.blobs import CHUNK_BYTES
 from db.check import Facts
 from db.queries import query
@@ -78,7 +78,7 @@ def accept(store, owner, path):
 
 
 def test_done_lets_the_converted_audio_go_and_keeps_the_original(store, owner, db, tmp_path):
-    """Issue 16 §1: the save that reaches done clears the record's converted audio in the same
+    """The save that reaches done clears the record's converted audio in the same
     statement that saves the text, and the PCM is deleted right after; the original stays, byte
     for byte, and the text is served."""
     path = encode(tmp_path / "speech.flac", "flac")
@@ -97,7 +97,7 @@ def test_done_lets_the_converted_audio_go_and_keeps_the_original(store, owner, d
 
 
 def test_a_crash_between_done_and_the_deletion_leaves_the_audio_to_the_sweep(store, owner, db, tmp_path, env):
-    """Issue 16 §1: a worker killed (SIGKILL) right after the save that reaches done, before it
+    """A worker killed (SIGKILL) right after the save that reaches done, before it
     deleted the converted audio: the record is done with its text and points at no PCM; the PCM
     is an orphan that the sweep removes once its grace is over, and not before."""
     record_id = accept(store, owner, encode(tmp_path / "speech.flac", "flac"))
@@ -117,7 +117,7 @@ def test_a_crash_between_done_and_the_deletion_leaves_the_audio_to_the_sweep(sto
 
 
 def test_a_conversion_commits_its_chunks_and_a_dead_conversions_leftovers_are_swept(store, owner, db, tmp_path, env):
-    """Issue 16 §1: conversion writes its PCM in committed chunks (seen from outside while the
+    """Conversion writes its PCM in committed chunks (seen from outside while the
     conversion is under way: no transaction lasts the whole decode), a blob is usable only once
     complete, and the incomplete blob of a conversion whose worker was killed is left alone while
     its claim is still the record's, then swept once the record was claimed again. The next
@@ -146,7 +146,7 @@ def test_a_conversion_commits_its_chunks_and_a_dead_conversions_leftovers_are_sw
 
 
 def test_a_stale_converter_is_refused_at_its_next_chunk(store, owner, db):
-    """Issue 16 §1, P3: a conversion's chunks are holder writes: once its lease ran out and the
+    """P3: a conversion's chunks are holder writes: once its lease ran out and the
     record was claimed again, its next chunk is refused (ClaimLost, `save_refused` in the
     journal), its partial audio is taken away, and the new holder's claim is untouched."""
     record_id = add_record(store, owner)
@@ -166,12 +166,12 @@ def test_a_stale_converter_is_refused_at_its_next_chunk(store, owner, db):
     assert current.record_id == record_id
     assert [b["id"] for b in blobs(db)] == [store.read_record(record_id)["original_blob_id"]]
     refusals = [e["detail"] for e in store.events(record_id) if e["kind"] == "save_refused"]
-    assert refusals == [{"write": "audio_chunk", "claim_token": stale.token, "current_claim_token": current.token}]
+    assert refusals == [{"step": "convert", "write": "audio_chunk", "claim_token": stale.token, "current_claim_token": current.token}]
     assert store.read_record(record_id)["claim_token"] == current.token
 
 
 def test_intake_writes_committed_chunks_and_a_broken_upload_leaves_nothing(store, owner, db):
-    """Issue 16 §1: an upload is stored in chunks like any blob and marked complete with its
+    """An upload is stored in chunks like any blob and marked complete with its
     record; one that fails midway stores nothing (no record, no partial audio)."""
     payload = bytes(range(256)) * (CHUNK_BYTES // 256 * 2 + 100)  # two chunks and a bit
     record_id = store.accept(owner["id"], [payload])
@@ -191,7 +191,7 @@ def test_intake_writes_committed_chunks_and_a_broken_upload_leaves_nothing(store
 
 
 def test_the_sweep_goes_by_bounded_batches_of_blob_ids(store, owner, db):
-    """Issue 16 §1: the sweep takes keyset batches of blob ids and stops at a batch boundary
+    """The sweep takes keyset batches of blob ids and stops at a batch boundary
     once its time is up, saying where to go on; going on from there removes exactly the orphans:
     complete ones past their grace and incomplete ones nobody writes, never audio a record points
     at, nor an upload still within its grace."""
@@ -227,7 +227,7 @@ def explain(db, name: str, params: dict) -> list[dict]:
 
 
 def test_the_sweep_and_blob_deletes_probe_indexes_instead_of_scanning_records(store, owner, db):
-    """Issue 16 §1: with an archive's worth of rows (5,000 records, 10,000 blobs, statistics
+    """With an archive's worth of rows (5,000 records, 10,000 blobs, statistics
     gathered), the sweep's batch and the guarded chunk delete find the records pointing at a blob
     through the indexes of the blob references: no sequential scan of records."""
     with db.connection() as conn:
@@ -255,7 +255,7 @@ def test_the_sweep_and_blob_deletes_probe_indexes_instead_of_scanning_records(st
 
 
 def test_the_sweep_actor_is_bounded_and_goes_on_where_it_stopped(store, db, monkeypatch):
-    """Issue 16 §1: dramatiq's own time limit (10 minutes by default) never cuts the sweep short:
+    """Dramatiq's own time limit (10 minutes by default) never cuts the sweep short:
     the actor has a limit of its own above its run's budget, and a run whose budget is spent
     sends itself on from the blob where it stopped."""
     import actors
@@ -291,7 +291,7 @@ def _no_fpi_wal(conn, start: str, end: str) -> int:
 
 
 def test_each_checkpoint_writes_its_window_once_whatever_came_before(store, owner, db):
-    """Issue 16 §1: a checkpoint appends its window; it never rewrites the windows before it, so
+    """A checkpoint appends its window; it never rewrites the windows before it, so
     the WAL it writes stays flat as the recording grows (the last of 30 windows costs what the
     first did; rewriting the segment list made it grow with the length). WAL is read per statement
     with pg_walinspect and kept to this database: the server is shared."""
@@ -301,7 +301,7 @@ def test_each_checkpoint_writes_its_window_once_whatever_came_before(store, owne
         except Exception as error:  # a server built without contrib
             pytest.skip(f"pg_walinspect is not available: {error}")
     record_id = add_record(store, owner)
-    assert store.save_result(store.claim(Step.CONVERT, policy()), {"duration_seconds": 900.0})
+    assert save_result(store, store.claim(Step.CONVERT, policy()), {"duration_seconds": 900.0})
     claim = store.claim(Step.RECOGNIZE, policy())
     words = [{"word": f" word{i}", "start": i * 0.4, "end": i * 0.4 + 0.3} for i in range(60)]
     segment = {"text": " ".join(w["word"] for w in words), "words": words}
@@ -310,7 +310,7 @@ def test_each_checkpoint_writes_its_window_once_whatever_came_before(store, owne
         for n in range(30):
             segments = [{**segment, "start": n * 30 + k * 5, "end": n * 30 + k * 5 + 4} for k in range(6)]
             start = conn.execute("SELECT pg_current_wal_flush_lsn()::text AS at").fetchone()["at"]
-            assert store.checkpoint(claim, n * 30.0, n * 30.0 + 30, segments, "en", 60)
+            assert checkpoint(store, claim, n * 30.0, n * 30.0 + 30, segments, "en", 60)
             end = conn.execute("SELECT pg_current_wal_flush_lsn()::text AS at").fetchone()["at"]
             try:
                 costs.append(_no_fpi_wal(conn, start, end))

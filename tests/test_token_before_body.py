@@ -1,4 +1,4 @@
-"""The token before the body (issue 17 §2): a request with a body and no valid token is refused
+"""The token before the body: a request with a body and no valid token is refused
 before its body is read, by a real `transcriber serve` process."""
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def served(env, store, tmp_path):
 
 
 def test_no_token_no_body(served, store):
-    """Issue 17 §2: a 300 MB PATCH (chunked) and a 300 MB POST upload (its length declared)
+    """A 300 MB PATCH (chunked) and a 300 MB POST upload (its length declared)
     without a token answer 401 at once: the server reads next to none of them (its peak RSS
     grows < 20 MB), spools nothing (no temporary file left) and then serves the owner as before."""
     base, process, scratch = served
@@ -90,7 +90,7 @@ def test_no_token_no_body(served, store):
 
 
 def test_body_limits_apply_to_every_method(make_api):
-    """Issue 17 §2: the body limit is not only POST's: an owner's 2 MB PATCH is refused with 413
+    """The body limit is not only POST's: an owner's 2 MB PATCH is refused with 413
     (an edit is small), while an upload's limit stays the configured one."""
     api = make_api(max_upload_mb=1)
     token = api.token("alice")

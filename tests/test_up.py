@@ -25,7 +25,7 @@ def test_up_serves_the_api_with_workers(env, tmp_path):
         deadline = time.monotonic() + 60
         wait_serving(base, up, log)
         assert f"http://127.0.0.1:{port}" in log.read_text() and "owner add" in log.read_text()
-        # issue 9 §1/§3: the owner's page and the panel come with it, and it says where they are
+        # the owner's page and the panel come with it, and it says where they are
         assert f"http://127.0.0.1:{port}/admin" in log.read_text()
         assert 'id="sign-in"' in httpx.get(base + "/").text and 'id="sign-in"' in httpx.get(base + "/admin").text
         added = subprocess.run([sys.executable, "-m", "transcriber.cli", "owner", "add", "dana"], env=env,

@@ -1,9 +1,9 @@
-"""One wake-up forwarder for all worker processes (issue 17 §4): a freed record wakes about one
+"""One wake-up forwarder for all worker processes of a machine: a freed record wakes about one
 claimer, not one per process, and when the forwarding process dies another takes over.
 
 Real `dramatiq actors` processes on Redis, with no scheduler (no tick at all): only the
 forwarded wake-ups move the records. One `dramatiq actors` run of 4 worker processes serves
-their claims, summed, on its one metrics port (issue 17 §5); a second run, as a second machine
+their claims, summed, on its one metrics port; a second run, as a second machine
 would, stands by to take over. Skipped where no Redis listens.
 """
 from __future__ import annotations
@@ -127,9 +127,9 @@ def settle(workers: Workers) -> dict[str, float]:
 
 
 def test_one_forwarder_wakes_one_claimer_and_another_takes_over(store, owner, database_url, workers, tmp_path):
-    """Issue 17 §4: with 4 worker processes, each freed record costs about one claim, not one per
+    """With 4 worker processes, each freed record costs about one claim, not one per
     process (empty claims per claimed record ≤ 1.5; every process forwarding would cost ~4), read
-    from the run's one metrics port (issue 17 §5); the forwarding run killed by its process
+    from the run's one metrics port; the forwarding run killed by its process
     group, a process of another run takes over and the next record is still done without any
     tick."""
     audio = encode(tmp_path / "a.wav").read_bytes()

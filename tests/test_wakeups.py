@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import add_record, kinds, policy, settings, wait_until
+from conftest import add_record, kinds, policy, save_result, settings, wait_until
 from db import Database, Store
 from db.wakeups import Wakeup, parse
 from domain.resume import resume
@@ -32,34 +32,34 @@ def heard(database_url):
 
 
 def test_payload_parsing():
-    """The trigger's payload is the stage, then the seconds still to wait."""
-    assert parse("created") == Wakeup("created", 0.0)
-    assert parse("converted 12.5") == Wakeup("converted", 12.5)
-    assert parse("converted -0.2") == Wakeup("converted", 0.0)
-    assert parse("") is None and parse("created soon") is None
+    """The trigger's payload is the step, then the seconds still to wait."""
+    assert parse("convert") == Wakeup("convert", 0.0)
+    assert parse("recognize 12.5") == Wakeup("recognize", 12.5)
+    assert parse("recognize -0.2") == Wakeup("recognize", 0.0)
+    assert parse("") is None and parse("convert soon") is None
 
 
-def test_a_record_becoming_claimable_notifies_its_stage(store, owner, heard):
-    """Accepted, advanced by a save, released and resumed each notify the stage that
+def test_a_record_becoming_claimable_notifies_its_step(store, owner, heard):
+    """Accepted, advanced by a save, released and resumed each notify the step that
     can take the record; a claim, a lease renewal and a halt notify nobody; a failure announces
     its pause's end."""
     record = add_record(store, owner)
-    assert heard() == ["created"]
+    assert heard() == ["convert"]
     claim = store.claim(Step.CONVERT, policy())
     assert store.renew_lease(claim, 60)
     assert heard() == []
-    assert store.save_result(claim, {"duration_seconds": 1.0})
-    assert heard() == ["converted"]
+    assert save_result(store, claim, {"duration_seconds": 1.0})
+    assert heard() == ["recognize"]
     claim = store.claim(Step.RECOGNIZE, policy())
     assert store.release(claim)
-    assert heard() == ["converted"]
+    assert heard() == ["recognize"]
     claim = store.claim(Step.RECOGNIZE, policy())
     assert store.record_failure(claim, "boom", pause_seconds=30)
     [paused] = heard()
-    stage, _, seconds = paused.partition(" ")
-    assert stage == "converted" and 25 < float(seconds) <= 30
+    step, _, seconds = paused.partition(" ")
+    assert step == "recognize" and 25 < float(seconds) <= 30
     with store.db.transaction() as conn:  # the pause is over: a claim may take it again
-        conn.execute("UPDATE records SET retry_after = now() WHERE id = %s", (record,))
+        conn.execute("UPDATE steps SET retry_after = now() WHERE record_id = %s", (record,))
     heard()
     claim = store.claim(Step.RECOGNIZE, policy())
     from domain.claims import HaltReason
@@ -67,7 +67,7 @@ def test_a_record_becoming_claimable_notifies_its_stage(store, owner, heard):
     assert store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, "boom")
     assert heard() == []
     assert resume(store, record) == "converted"
-    assert heard() == ["converted"]
+    assert heard() == ["recognize"]
     store.edit(record, owner["id"], title="still waiting")
     assert heard() == []
 
@@ -115,7 +115,7 @@ def test_the_listener_feeds_the_step_that_can_take_the_record(store, owner, wake
     add_record(store, owner)
     assert wait_until(sent.take, 10, every=0.02) == [Step.CONVERT]
     claim = store.claim(Step.CONVERT, policy())
-    store.save_result(claim, {"duration_seconds": 1.0})
+    save_result(store, claim, {"duration_seconds": 1.0})
     assert wait_until(sent.take, 10, every=0.02) == [Step.RECOGNIZE]
 
 

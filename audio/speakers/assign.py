@@ -26,11 +26,13 @@ def label(index: int) -> str:
 
 
 def turns(times: np.ndarray, labels: np.ndarray) -> list[Turn]:
-    """Speaker turns from windows (start/end rows, sorted by start) and their labels."""
+    """Speaker turns from windows (start/end rows, sorted by start) and their labels, in plain
+    Python floats (a turn is saved as JSON, which knows no numpy scalar)."""
+    rows = times.tolist()
     spans: list[list] = []
-    for i, (start, end) in enumerate(times.tolist()):
-        if i + 1 < len(times) and times[i + 1][0] < end:
-            end = (times[i + 1][0] + end) / 2
+    for i, (start, end) in enumerate(rows):
+        if i + 1 < len(rows) and rows[i + 1][0] < end:
+            end = (rows[i + 1][0] + end) / 2
         if spans and spans[-1][1] > start:
             start = spans[-1][1]
         speaker = label(int(labels[i]))

@@ -37,7 +37,8 @@ RETURNING o.id, before.disabled_at IS NOT NULL AS was_disabled;
 SELECT o.name, o.created_at, o.disabled_at, o.quota_seconds, o.quota_bytes,
        count(r.id) AS records,
        count(r.id) FILTER (WHERE r.stage = 'done') AS done,
-       count(r.id) FILTER (WHERE r.halted_at IS NOT NULL) AS halted,
+       count(r.id) FILTER (WHERE EXISTS (SELECT FROM steps s WHERE s.record_id = r.id AND s.stage <> 'done'
+                                                              AND s.halted_at IS NOT NULL)) AS halted,
        coalesce(sum(coalesce(r.duration_seconds, r.intake_seconds)), 0)::float8 AS audio_seconds,
        coalesce(sum(b.size_bytes), 0)::bigint AS stored_bytes
 FROM owners o LEFT JOIN records r ON r.owner_id = o.id LEFT JOIN blobs b ON b.id = r.original_blob_id

@@ -15,7 +15,7 @@ INSERT INTO blob_chunks (blob_id, seq, data)
 SELECT b.id, %(seq)s, %(data)s FROM blobs b
 WHERE b.id = %(blob_id)s AND b.completed_at IS NULL
   AND (b.writer_record_id IS NULL
-       OR EXISTS (SELECT 1 FROM records r WHERE r.id = b.writer_record_id AND r.claim_token = b.writer_token))
+       OR EXISTS (SELECT 1 FROM steps s WHERE s.record_id = b.writer_record_id AND s.claim_token = b.writer_token))
 RETURNING seq;
 
 -- name: lock_blob
@@ -33,7 +33,7 @@ FROM (SELECT count(*) AS chunks, coalesce(sum(length(data)), 0) AS size_bytes
       FROM blob_chunks WHERE blob_id = %(blob_id)s) c
 WHERE b.id = %(blob_id)s AND b.completed_at IS NULL AND c.chunks = %(chunks)s
   AND (b.writer_record_id IS NULL
-       OR EXISTS (SELECT 1 FROM records r WHERE r.id = b.writer_record_id AND r.claim_token = b.writer_token))
+       OR EXISTS (SELECT 1 FROM steps s WHERE s.record_id = b.writer_record_id AND s.claim_token = b.writer_token))
 RETURNING b.size_bytes;
 
 -- name: read_chunks
@@ -86,8 +86,8 @@ WITH scanned AS (
     FROM scanned b
     LEFT JOIN LATERAL (SELECT 1 AS found FROM records r WHERE r.original_blob_id = b.id LIMIT 1) o ON true
     LEFT JOIN LATERAL (SELECT 1 AS found FROM records r WHERE r.converted_blob_id = b.id LIMIT 1) c ON true
-    LEFT JOIN LATERAL (SELECT 1 AS found FROM records w
-                       WHERE w.id = b.writer_record_id AND w.claim_token = b.writer_token LIMIT 1) writing ON true
+    LEFT JOIN LATERAL (SELECT 1 AS found FROM steps w
+                       WHERE w.record_id = b.writer_record_id AND w.claim_token = b.writer_token LIMIT 1) writing ON true
     WHERE o.found IS NULL AND c.found IS NULL
       AND coalesce(b.completed_at, b.created_at) < now() - make_interval(secs => %(grace_seconds)s)
       AND (b.completed_at IS NOT NULL OR writing.found IS NULL)

@@ -8,25 +8,28 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY;
 SELECT now() AS now;
 
 -- name: check_records
--- Every record's queue columns, whether it has text, and whether its halt (if any) is in the
--- journal: a halted event after its last resume. Times are clamped to what a client can read, so
--- an 'infinity' planted by hand is reported instead of breaking the check (greatest and least skip
--- NULLs, hence the CASE).
-SELECT r.id, r.stage, r.claim_token,
-       CASE WHEN r.lease_expires_at IS NOT NULL
-            THEN greatest(least(r.lease_expires_at, '9999-01-01'), '0002-01-01') END AS lease_expires_at,
-       CASE WHEN r.retry_after IS NOT NULL
-            THEN greatest(least(r.retry_after, '9999-01-01'), '0002-01-01') END AS retry_after,
-       r.halted_at IS NOT NULL AS halted, r.halt_reason,
+-- Every record with the step row of its stage (for a done record, the diarize step's, if any):
+-- its claim, pause and halt, whether the halt (if any) is in the journal (a halted event after
+-- the last resume), how many step rows it has of another stage, whether it has text and still
+-- points at its converted audio. Times are clamped to what a client can read, so an 'infinity'
+-- planted by hand is reported instead of breaking the check (greatest and least skip NULLs,
+-- hence the CASE).
+SELECT r.id, r.stage, s.step, s.claim_token,
+       CASE WHEN s.lease_expires_at IS NOT NULL
+            THEN greatest(least(s.lease_expires_at, '9999-01-01'), '0002-01-01') END AS lease_expires_at,
+       CASE WHEN s.retry_after IS NOT NULL
+            THEN greatest(least(s.retry_after, '9999-01-01'), '0002-01-01') END AS retry_after,
+       s.halted_at IS NOT NULL AS halted, s.halt_reason,
+       (SELECT count(*) FROM steps x WHERE x.record_id = r.id AND x.stage <> r.stage) AS steps_out_of_stage,
        r.transcript IS NOT NULL AS has_text,
        r.converted_blob_id IS NOT NULL AS keeps_converted_audio,
-       (r.halted_at IS NULL OR EXISTS (
+       (s.halted_at IS NULL OR EXISTS (
            SELECT 1 FROM events e
            WHERE e.record_id = r.id AND e.kind = 'halted'
              AND e.id > coalesce((SELECT max(x.id) FROM events x
                                   WHERE x.record_id = r.id AND x.kind = 'resumed'), 0)
        )) AS halt_journaled
-FROM records r
+FROM records r LEFT JOIN steps s ON s.record_id = r.id AND s.stage = r.stage
 ORDER BY r.id;
 
 -- name: check_orphan_blobs
@@ -39,7 +42,7 @@ WHERE coalesce(b.completed_at, b.created_at) < now() - make_interval(secs => %(g
   AND NOT EXISTS (SELECT 1 FROM records r WHERE r.converted_blob_id = b.id)
   AND (b.completed_at IS NOT NULL
        OR b.writer_record_id IS NULL
-       OR NOT EXISTS (SELECT 1 FROM records w WHERE w.id = b.writer_record_id AND w.claim_token = b.writer_token))
+       OR NOT EXISTS (SELECT 1 FROM steps w WHERE w.record_id = b.writer_record_id AND w.claim_token = b.writer_token))
 ORDER BY b.id;
 
 -- name: check_incomplete_audio
@@ -54,9 +57,10 @@ WHERE b.completed_at IS NULL
 ORDER BY 1, 2;
 
 -- name: check_windows
--- Records whose recognised windows do not run end to end from 0 to where recognition stands
--- (recognized_seconds): a gap or an overlap means two holders wrote windows, or one went
--- missing. breaks: windows not starting where the one before ended (the first: at 0).
+-- Records whose recognised windows do not run end to end from 0 to where recognition stands (the
+-- recognize step's checkpoint while it is due; the whole recording once done): a gap or an
+-- overlap means two holders wrote windows, or one went missing. breaks: windows not starting
+-- where the one before ended (the first: at 0).
 WITH chained AS (
     SELECT record_id, from_seconds, to_seconds,
            coalesce(lag(to_seconds) OVER (PARTITION BY record_id ORDER BY from_seconds), 0) AS expected_from
@@ -65,31 +69,22 @@ WITH chained AS (
     SELECT record_id, count(*) FILTER (WHERE from_seconds <> expected_from) AS breaks,
            max(to_seconds) AS last_end
     FROM chained GROUP BY record_id
+), expected AS (
+    SELECT r.id, coalesce(p.breaks, 0) AS breaks, p.last_end,
+           CASE WHEN r.stage = 'done' THEN r.duration_seconds ELSE coalesce(s.checkpoint_seconds, 0) END AS up_to
+    FROM records r LEFT JOIN per_record p ON p.record_id = r.id
+         LEFT JOIN steps s ON s.record_id = r.id AND s.step = 'recognize'
 )
-SELECT r.id AS record_id, r.recognized_seconds, coalesce(p.breaks, 0) AS breaks, p.last_end
-FROM records r LEFT JOIN per_record p ON p.record_id = r.id
-WHERE coalesce(p.breaks, 0) > 0 OR coalesce(p.last_end, 0) <> r.recognized_seconds
-ORDER BY r.id;
+SELECT id AS record_id, up_to AS recognized_seconds, breaks, last_end FROM expected
+-- a done record's last window ends where its converted audio did, to within a rounding
+WHERE breaks > 0 OR abs(coalesce(last_end, 0) - coalesce(up_to, 0)) > 0.001
+ORDER BY id;
 
--- name: check_advanced_twice
--- A stage reached more than once by one record: two holders both saved (INV-2 broken).
-SELECT record_id, stage, count(*) AS times FROM events
-WHERE kind = 'advanced'
-GROUP BY record_id, stage
+-- name: check_saved_twice
+-- A stage reached more than once by one record, or its speakers saved more than once: two
+-- holders both saved (P3 broken).
+SELECT record_id, kind, stage, count(*) AS times FROM events
+WHERE kind IN ('advanced', 'speakers_saved')
+GROUP BY record_id, kind, stage
 HAVING count(*) > 1
-ORDER BY record_id, stage;
-
--- name: check_speakers
--- Rows of the diarize step's side queue (record_speakers, migration 38) that break a rule: a row
--- for a record not done, a token without a lease or the reverse, speakers saved yet still
--- claimed, or saved more than once (two holders both saved).
-SELECT * FROM (
-    SELECT s.record_id, r.stage,
-           (s.claim_token IS NULL) <> (s.lease_expires_at IS NULL) AS claim_half,
-           s.done_at IS NOT NULL AND s.claim_token IS NOT NULL AS done_still_claimed,
-           (SELECT count(*) FROM events e
-            WHERE e.record_id = s.record_id AND e.kind = 'speakers_saved') AS saves
-    FROM record_speakers s JOIN records r ON r.id = s.record_id
-) x
-WHERE stage <> 'done' OR claim_half OR done_still_claimed OR saves > 1
-ORDER BY record_id;
+ORDER BY record_id, kind, stage;

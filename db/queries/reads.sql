@@ -17,17 +17,18 @@ SELECT count(*) AS total FROM records WHERE owner_id = %(owner_id)s;
 
 -- name: halted_records
 -- The operator's list of halted records, oldest halt first: metadata only, never text or audio.
-SELECT r.id, o.name AS owner, r.title, r.stage, r.halt_reason, r.halt_error, r.halted_at,
-       r.failures, r.created_at, r.updated_at, r.source_name, r.duration_seconds,
-       extract(epoch FROM now() - r.halted_at) AS halted_seconds,
+-- A halted diarize step leaves its record done, not halted: it is not listed here.
+SELECT r.id, o.name AS owner, r.title, r.stage, s.step, s.halt_reason, s.halt_error, s.halted_at,
+       s.failures, r.created_at, r.updated_at, r.source_name, r.duration_seconds,
+       extract(epoch FROM now() - s.halted_at) AS halted_seconds,
        extract(epoch FROM now() - r.created_at) AS age_seconds
-FROM records r JOIN owners o ON o.id = r.owner_id
-WHERE r.halted_at IS NOT NULL
-ORDER BY r.halted_at, r.id
+FROM steps s JOIN records r ON r.id = s.record_id JOIN owners o ON o.id = r.owner_id
+WHERE s.halted_at IS NOT NULL AND s.stage <> 'done'
+ORDER BY s.halted_at, r.id
 LIMIT %(limit)s OFFSET %(offset)s;
 
 -- name: count_halted
-SELECT count(*) AS total FROM records WHERE halted_at IS NOT NULL;
+SELECT count(*) AS total FROM steps WHERE halted_at IS NOT NULL AND stage <> 'done';
 
 -- name: transcript
 -- The text, assembled at done, and once done its timed segments: the windows' (record_windows,
@@ -35,7 +36,7 @@ SELECT count(*) AS total FROM records WHERE halted_at IS NOT NULL;
 -- text the guards suppressed (migration 43).
 -- Speakers (migration 38): the diarize step's turns once saved, and the owner's names for them.
 SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability, r.speaker_names,
-       (SELECT s.turns FROM record_speakers s WHERE s.record_id = r.id) AS turns,
+       r.turns,
        CASE WHEN r.stage = 'done' THEN
            (SELECT coalesce(jsonb_agg(e.segment ORDER BY w.from_seconds, e.n), '[]')
             FROM record_windows w, jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
@@ -65,20 +66,21 @@ SELECT at, record_id AS record, origin, kind, stage, detail FROM events
 WHERE record_id = %(id)s ORDER BY id;
 
 -- name: status
--- Counts for the service owner: per stage, halted, waiting out a pause, oldest eligible age.
-SELECT stage,
-       count(*) FILTER (WHERE halted_at IS NULL) AS active,
-       count(*) FILTER (WHERE halted_at IS NOT NULL) AS halted,
-       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting,
-       count(*) FILTER (WHERE halted_at IS NULL AND lease_expires_at > now()) AS claimed,
-       extract(epoch FROM now() - min(stage_entered_at) FILTER (
-           WHERE halted_at IS NULL AND stage <> 'done'
-             AND (retry_after IS NULL OR retry_after <= now())
-             AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+-- Counts for the service owner: per stage, halted, waiting out a pause, oldest eligible age. A
+-- record is counted by its stage's step (a done record's diarize step is not the record's).
+SELECT r.stage,
+       count(*) FILTER (WHERE s.halted_at IS NULL) AS active,
+       count(*) FILTER (WHERE s.halted_at IS NOT NULL) AS halted,
+       count(*) FILTER (WHERE s.halted_at IS NULL AND s.retry_after > now()) AS waiting,
+       count(*) FILTER (WHERE s.halted_at IS NULL AND s.lease_expires_at > now()) AS claimed,
+       extract(epoch FROM now() - min(s.entered_at) FILTER (
+           WHERE s.halted_at IS NULL
+             AND (s.retry_after IS NULL OR s.retry_after <= now())
+             AND (s.lease_expires_at IS NULL OR s.lease_expires_at <= now())
        )) AS oldest_eligible_seconds
-FROM records
-GROUP BY stage
-ORDER BY stage;
+FROM records r LEFT JOIN steps s ON s.record_id = r.id AND s.stage = r.stage AND s.stage <> 'done'
+GROUP BY r.stage
+ORDER BY r.stage;
 
 -- name: fold_without_waiting_for_disk
 -- A fold need not wait for its commit to reach the disk: lost in a crash, it is lost whole (the
@@ -101,8 +103,8 @@ ON CONFLICT (stage, reason) DO UPDATE SET records = c.records + EXCLUDED.records
 SELECT c.stage, nullif(c.reason, '') AS reason, c.records,
        CASE WHEN c.reason = '' THEN coalesce(w.waiting, 0) ELSE 0 END AS waiting
 FROM record_counts c
-LEFT JOIN (SELECT stage, count(*) AS waiting FROM records
-           WHERE halted_at IS NULL AND retry_after IS NOT NULL AND retry_after > now()
+LEFT JOIN (SELECT stage, count(*) AS waiting FROM steps
+           WHERE halted_at IS NULL AND retry_after IS NOT NULL AND retry_after > now() AND stage <> 'done'
            GROUP BY stage) w ON w.stage = c.stage
 WHERE c.records <> 0
 ORDER BY c.stage, c.reason;

@@ -1,13 +1,16 @@
 -- Statements of a record's life outside the pipeline: intake, the owner's edit, deletion for good.
 
 -- name: accept_record
--- A new record at stage created, with its 'accepted' event.
+-- A new record at stage created, waiting for its first step, with its 'accepted' event.
 WITH accepted AS (
     INSERT INTO records (owner_id, title, source_name, original_blob_id, language, prompt,
                          content_sha256, intake_seconds, speakers_wanted)
     VALUES (%(owner_id)s, %(title)s, %(source_name)s, %(blob_id)s, %(language)s, %(prompt)s,
             %(content_sha256)s, %(intake_seconds)s, %(speakers_wanted)s)
-    RETURNING id, stage
+    RETURNING id, stage, owner_id
+), queued AS (
+    INSERT INTO steps (record_id, step, stage, owner_id)
+    SELECT id, %(first_step)s, stage, owner_id FROM accepted
 ), journal AS (
     INSERT INTO events (record_id, origin, kind, stage, detail)
     SELECT id, 'pipeline', 'accepted', stage,

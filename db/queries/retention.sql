@@ -12,9 +12,8 @@ WITH due AS (
     WHERE stage = 'done' AND original_blob_id IS NOT NULL
       AND created_at < now() - make_interval(secs => %(retention_seconds)s)
       -- the diarize step decodes the original again: its audio waits until speakers are
-      -- saved or halted (record_speakers, migration 38)
-      AND NOT EXISTS (SELECT 1 FROM record_speakers s WHERE s.record_id = records.id
-                                                         AND s.available_at IS NOT NULL)
+      -- saved or halted
+      AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.record_id = records.id AND s.halted_at IS NULL)
     ORDER BY created_at, id
     LIMIT %(batch)s
     FOR UPDATE SKIP LOCKED

@@ -19,11 +19,12 @@ VALUES (%(owner_id)s, %(key)s, %(content_sha256)s, %(record_id)s);
 -- The owner's record of the same bytes still in the pipeline, or done so recently that a
 -- client's retry may still be on its way: not halted, newest first. (The language is not
 -- compared: a retry sends the same one, and recognition writes the one it detected.)
-SELECT id FROM records
-WHERE owner_id = %(owner_id)s AND content_sha256 = %(content_sha256)s
-  AND halted_at IS NULL
-  AND (stage <> 'done' OR stage_entered_at > now() - make_interval(secs => %(window_seconds)s))
-ORDER BY id DESC
+SELECT r.id FROM records r
+WHERE r.owner_id = %(owner_id)s AND r.content_sha256 = %(content_sha256)s
+  -- not halted (a halt of the diarize step leaves its record done, not halted)
+  AND NOT EXISTS (SELECT FROM steps s WHERE s.record_id = r.id AND s.stage <> 'done' AND s.halted_at IS NOT NULL)
+  AND (r.stage <> 'done' OR r.stage_entered_at > now() - make_interval(secs => %(window_seconds)s))
+ORDER BY r.id DESC
 LIMIT 1;
 
 -- name: upload_unfinished
@@ -32,14 +33,14 @@ LIMIT 1;
 -- (none asked: any; recognition writes the one it used). The oldest first, each saying whether a
 -- claim still holds it (a run stopped with Ctrl-C gave its claim back; a killed one's holds until
 -- its lease runs out) and by whom.
-SELECT id, claim_token, claim_holder,
-       claim_token IS NOT NULL AND lease_expires_at >= now() AS held
-FROM records
-WHERE owner_id = %(owner_id)s AND content_sha256 = %(content_sha256)s
-  AND halted_at IS NULL AND stage <> 'done'
-  AND prompt IS NOT DISTINCT FROM %(prompt)s AND speakers_wanted = %(speakers)s
-  AND (%(language)s::text IS NULL OR language = %(language)s)
-ORDER BY id
+SELECT r.id AS record_id, s.step, s.claim_token, s.claim_holder,
+       s.claim_token IS NOT NULL AND s.lease_expires_at >= now() AS held
+FROM records r JOIN steps s ON s.record_id = r.id AND s.stage = r.stage
+WHERE r.owner_id = %(owner_id)s AND r.content_sha256 = %(content_sha256)s
+  AND s.halted_at IS NULL AND r.stage <> 'done'
+  AND r.prompt IS NOT DISTINCT FROM %(prompt)s AND r.speakers_wanted = %(speakers)s
+  AND (%(language)s::text IS NULL OR r.language = %(language)s)
+ORDER BY r.id
 LIMIT 10;
 
 -- name: sweep_upload_keys

@@ -1,0 +1,30 @@
+"""The lines about a record that the store writes besides the journal's events of each statement:
+the log's context for a record and a claim, and the refusal a stale holder's write leaves behind
+in both the journal and the log (P3)."""
+from __future__ import annotations
+
+import psycopg
+from loguru import logger
+
+from db.queries import query
+from domain.claims import Claim
+
+
+def record_log(record_id: int, stage: str, event: str):
+    """The logger for a line about one record: it carries the record's id, stage and event."""
+    return logger.bind(record_id=record_id, stage=stage, event=event)
+
+
+def claim_log(claim: Claim, event: str):
+    """The logger for a line about one claim's record: its id, its step's stage, the event and the
+    step."""
+    return record_log(claim.record_id, claim.step.source, event).bind(step=claim.step.value)
+
+
+def refuse(conn: psycopg.Connection, claim: Claim, write: str) -> None:
+    """A holder's write that took no effect, its claim having moved on: journaled as
+    `save_refused`, and a warning in the log."""
+    conn.execute(query("journal_refusal"), {"id": claim.record_id, "step": claim.step.value, "token": claim.token,
+                                            "write": write})
+    claim_log(claim, "save_refused").warning("record {}: {} of a stale {} claim refused (the claim moved on)",
+                                             claim.record_id, write, claim.step)
