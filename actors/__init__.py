@@ -106,7 +106,7 @@ def sweep(after_id: int = 0) -> None:
                                                 after_id=after_id)
     if swept.removed:
         logger.info("swept {} orphaned audio blob(s)", swept.removed)
-    if not after_id:  # once per pass: uploads' Idempotency-Keys past their keeping time (issue 17 §1)
+    if not after_id:  # once per pass: uploads' Idempotency-Keys past their keeping time
         keys = context.store().sweep_upload_keys()
         if keys:
             logger.info("swept {} idempotency key(s) older than a day", keys)
@@ -116,7 +116,7 @@ def sweep(after_id: int = 0) -> None:
 
 @dramatiq.actor(actor_name="expire_audio", queue_name=QUEUE, max_retries=0, time_limit=_SWEEP_TIME_LIMIT_MS)
 def expire_audio() -> None:
-    """Retention (issue 16 §2): delete the original audio of done records older than
+    """Retention: delete the original audio of done records older than
     TRANSCRIBER_AUDIO_RETENTION_DAYS (this worker's setting; unset: nothing is deleted), in
     bounded, fenced batches; the record, its card and its text stay, the journal says
     `audio_expired`. A run works SWEEP_RUN_SECONDS at most and sends itself on if due records

@@ -50,7 +50,7 @@ class Boot(Middleware):
 
 class StopSteps(Middleware):
     """On worker shutdown, running steps give their claims back at their next beat (INV-1), and
-    each worker thread ends its recognizer child as it stops (issue 15 §4)."""
+    each worker thread ends its recognizer child as it stops, so no recognizer outlives its worker."""
 
     def after_worker_boot(self, broker, worker):
         stopping.clear()

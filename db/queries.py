@@ -54,7 +54,7 @@ def text(name: str) -> bytes:
     """The statement called `name` as bytes, for the statements of every claim cycle. psycopg
     sends bytes as they are; a str it encodes again at each execution, and the new bytes are
     hashed again for its caches of converted and prepared statements: together more client CPU
-    than decoding the cycle's rows (issue 16 §6). A sql.SQL costs more still, converted again
+    than decoding the cycle's rows. A sql.SQL costs more still, converted again
     at every execution. These statements are ASCII, which reads the same in every client
     encoding."""
     return _statements()[name].encode("ascii")

@@ -2,7 +2,7 @@
 
 psycopg's own `dict_row` decodes every column name of every result: for the claim cycle's
 `SELECT * FROM records` that is one decode per column per execution, and dict rows cost the cycle
-more client CPU than its three statements' tuple rows (issue 16 §6). The names are still read from
+more client CPU than its three statements' tuple rows. The names are still read from
 each result, so a result of another shape (a migration that adds or renames a column) gets names
 of its own: only their decoding is kept.
 """

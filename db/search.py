@@ -1,4 +1,4 @@
-"""The owner's search over the archive (issue 18); the statement is in `queries/search.sql`."""
+"""The owner's search over the archive; the statement is in `queries/search.sql`."""
 from __future__ import annotations
 
 from datetime import date

@@ -1,4 +1,4 @@
-"""Per-owner quotas (issue 16 §2): how much audio an owner may have transcribed (hours) and how
+"""Per-owner quotas: how much audio an owner may have transcribed (hours) and how
 much original audio it may keep stored (bytes), and the one rule that judges an upload.
 
 An owner's use is what its records hold now: the hours of all its records (a record's measured

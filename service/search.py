@@ -1,4 +1,4 @@
-"""The owner's search, as the HTTP API and the command line both run it (issue 18): the text
+"""The owner's search, as the HTTP API and the command line both run it: the text
 checked and shaped by `domain.search`, the hits read by the store, each hit shaped for a reader
 (its record's id, title and card address, its segment's time and when its first matched word
 was said, the snippet with its words marked)."""

@@ -1,4 +1,4 @@
-"""The token before the body (issue 17 §2).
+"""The token before the body: an upload is refused before a byte of its body is read unless its token is good.
 
 FastAPI reads and parses a request's body (a JSON document into memory, a multipart upload onto
 disk) before a route's dependencies check its token, so a client with no token could make the

@@ -2,7 +2,7 @@
 /metrics (Prometheus). /healthz needs no token (a yes or no). /metrics needs an operator's token
 (`Authorization: Bearer`, Prometheus's `authorization: credentials`): it tells how busy the
 service is and what halts, and each scrape costs the database a statement, so not everyone
-who reaches the port may ask (issue 17 §5)."""
+who reaches the port may ask."""
 
 from typing import Callable
 

@@ -1,4 +1,4 @@
--- Statements that make one record of an intended upload (issue 17 §1): its Idempotency-Key, or
+-- Statements that make one record of an intended upload: its Idempotency-Key, or
 -- the same bytes already in the pipeline.
 
 -- name: lock_upload

@@ -137,7 +137,7 @@ function recordsView(root) {
 
 // --- one record ------------------------------------------------------------------------------
 
-// what the owner uses of its quota (issue 16 §2): audio hours and stored MB, with the limits
+// what the owner uses of its quota: audio hours and stored MB, with the limits
 function usageOf(usage) {
   const limit = (value, unit) => (value === null ? "–" : value + " " + unit);
   return t("usage_line", { hours: usage.audio_hours.toFixed(2), mb: (usage.stored_bytes / 1048576).toFixed(1),

@@ -1,4 +1,4 @@
-// The owner's search box (issue 18): hits grouped by recording, each a time link that opens the
+// The owner's search box: hits grouped by recording, each a time link that opens the
 // record's page playing from that second (`/view/ID#t=SECONDS`), the segment highlighted.
 "use strict";
 const SEARCH_PAGE = 50;
@@ -30,7 +30,7 @@ function hitLink(item) {
 function searchView() {
   const box = el("input", { type: "search", id: "search-q", name: "q", maxlength: "1000",
                             placeholder: t("search_placeholder"), "aria-label": t("search") });
-  // only what one speaker said: a label (S1) or the name the owner gave it (issue 19 §Names)
+  // only what one speaker said: a label (S1) or the name the owner gave it
   const speaker = el("input", { type: "text", id: "search-speaker", name: "speaker", maxlength: "100",
                                 placeholder: t("search_speaker_placeholder"), "aria-label": t("search_speaker") });
   const results = el("div", { id: "search-results", role: "status" });

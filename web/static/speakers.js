@@ -1,4 +1,4 @@
-// Speakers on a record's page (issue 19): a colour and a label per speaker, and why a record
+// Speakers on a record's page: a colour and a label per speaker, and why a record
 // shows none. Used by owner.js's record view.
 "use strict";
 
