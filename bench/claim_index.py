@@ -1,7 +1,7 @@
 """What one claim costs the database as the table grows and with paused records at the head of
 the queue, how many lease renewals are HOT updates, and the claim indexes' size: the claim as it
-is now beside the one before migration 15. Prints a table, writes
-bench/results/claim_index.json.
+is now beside the earlier one in available_at order, whose index held the lease. Prints a table,
+writes bench/results/claim_index.json.
 
     .venv/bin/python -m bench.claim_index [--done N] [--samples S] [--runs R] [--renewals K]
                                           (defaults 1000000, 50, 3, 500)
@@ -13,7 +13,7 @@ a retry pause, so they sit at the head of the claim order); the same with N done
 Then K lease renewals (each its own transaction, over 10 claimed records lying apart: K/10 each,
 as steps running for minutes renew) with all those rows in
 the table, and how many of them the server counted as HOT updates. "before" is the same
-database with the indexes of migration 6 and its claim statement (available_at order).
+database with the earlier claim's index and statement (available_at order).
 Figures are medians of S samples, then of R runs.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What one /metrics scrape costs the database with many records: the counts kept by triggers
-(migration 28, so that a scrape's work grows with the stages, not with the records) against the
+(record_counts, so that a scrape's work grows with the stages, not with the records) against the
 full count it ran before. Prints a table, writes bench/results/metrics_scrape.json.
 
     .venv/bin/python -m bench.metrics_scrape [--done N] [--scrapes S]   (defaults 200000, 50)

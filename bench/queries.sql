@@ -127,7 +127,7 @@ SELECT %(owner_id)s, id, 'done', now() - make_interval(days => %(age_days)s), 't
 VACUUM ANALYZE;
 
 -- name: bench_full_queue_count
--- What a /metrics scrape ran before migration 28: a count of all records at every scrape.
+-- What a /metrics scrape ran before the kept counts (record_counts): a count of all records at every scrape.
 SELECT stage, halt_reason AS reason, count(*) AS records,
        count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
 FROM records
@@ -135,7 +135,7 @@ GROUP BY stage, halt_reason
 ORDER BY stage, halt_reason;
 
 -- name: bench_design_before
--- The claim index before migration 15, for the side-by-side measure: available_at,
+-- The claim index before queued_at, for the side-by-side measure: available_at,
 -- which moves with every lease renewal.
 DROP INDEX records_turns;
 DROP INDEX records_retrying;
@@ -143,7 +143,7 @@ DROP INDEX records_held;
 CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;
 
 -- name: bench_picks_before
--- The claim's pick before migration 15: one index in available_at order.
+-- The claim's pick before queued_at: one index in available_at order.
 candidate AS (
     SELECT id FROM records
     WHERE stage = %(stage)s AND available_at <= now()
@@ -219,11 +219,11 @@ UPDATE records SET stage = 'done', claim_token = NULL, lease_expires_at = NULL
 WHERE stage <> 'done';
 
 -- name: bench_design_queued
--- The claim index of migration 15, before fair turns, for the side-by-side measure.
+-- The claim index in queued_at order, before fair turns, for the side-by-side measure.
 CREATE INDEX records_queued ON records (stage, queued_at, id) WHERE queued_at IS NOT NULL;
 
 -- name: bench_picks_queued
--- The claim's pick of migration 15, before fair turns: expired leases, then queued_at order.
+-- The claim's pick in queued_at order, before fair turns: expired leases, then queued_at order.
 held AS (
     SELECT id FROM records
     WHERE stage = %(stage)s AND claim_token IS NOT NULL AND halted_at IS NULL
@@ -238,6 +238,6 @@ held AS (
 )
 
 -- name: bench_design_both_before
--- The claim index before migration 15 beside the ones of now (bench/scale.py measures each
+-- The claim index before queued_at beside the ones of now (bench/scale.py measures each
 -- design's claim in the same table).
 CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;

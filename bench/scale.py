@@ -12,8 +12,8 @@ created, accepted over the owners round robin so each takes its turn. Figures:
 - claim p50/p99: `Store.claim` as a worker calls it, client wall time, `samples` claims;
 - claim, server ms: EXPLAIN ANALYZE of the claim statement (generic plan, rolled back) with
   `paused` records at the head (waiting out a retry pause), for the claim now (fair turns), the
-  one of migration 15 (queued_at order) and the one before it (available_at), their indexes side
-  by side in the same table;
+  earlier one in queued_at order (before fair turns) and the one before it (available_at), their
+  indexes side by side in the same table;
 - card and list p99: `Store.card_row` and `Store.list_card_rows` (a page of 20) of sampled
   records and owners;
 - sweep: one full `Store.sweep_orphan_blobs` pass over every blob (none is an orphan);
@@ -35,7 +35,7 @@ from domain.policy import StepPolicy
 from domain.stages import Step
 
 POLICY = StepPolicy(lease_seconds=600, time_limit_seconds=86400 * 30, max_attempts=3, backoff_seconds=10)
-DESIGNS = {"now (fair turns)": None, "migration 15 (queued_at)": "bench_picks_queued",
+DESIGNS = {"now (fair turns)": None, "queued_at (before fair turns)": "bench_picks_queued",
            "before (available_at)": "bench_picks_before"}
 
 

@@ -1,7 +1,7 @@
 """What owners and the operator read: cards, lists, the transcript, the journal, the original
 audio, and the counts of the status command and the metrics. Nothing here writes.
 
-A card's columns are named once, by the `cards` view (migration 7); the statements are in
+A card's columns are named once, by the `cards` view (db/schema.txt); the statements are in
 `queries/reads.sql`.
 """
 from __future__ import annotations

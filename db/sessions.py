@@ -1,5 +1,5 @@
 """Browser sessions kept in PostgreSQL, so that every API process shares them and a restart keeps
-them (statements in `queries/sessions.sql`, table in migration 29).
+them (statements in `queries/sessions.sql`, the table `sessions` in db/schema.txt).
 
 The cookie holds a random session id; a row holds only its hash, the account, the hash of the
 token the account had at sign-in, the CSRF token and the times. A session acts for its account

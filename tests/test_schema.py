@@ -17,6 +17,7 @@ def test_migrations_apply_twice(db):
     with db.transaction() as conn:
         versions = [r["version"] for r in conn.execute("SELECT version FROM schema_migrations")]
     assert versions == [version for version, _, _ in migrations()]
+    assert migrations()[0][:2] == (1, "baseline")  # the schema as one piece; later changes follow it
 
 
 def test_adding_a_column_needs_no_change_to_the_claim(db, store, owner, tmp_path):
@@ -99,70 +100,6 @@ def test_orphaned_audio_is_swept(store, owner, db):
     assert list(store.read_blob(orphan)) == []
     original = store.read_record(record_id)["original_blob_id"]
     assert b"".join(store.read_blob(original)) == b"not really audio"
-
-
-def test_records_from_before_windows_keep_their_text_and_let_their_audio_go(database_url):
-    """Storage that follows the record's life (migrations 10 and 11), on a database migrated from
-    before them: a done record keeps its text and segments (now its one window) and lets its
-    converted audio go (the sweep's after the grace); a record halfway through recognition goes on
-    from its checkpoint; existing audio counts as complete; `transcriber check` finds it all
-    sound."""
-    from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-    from psycopg.types.json import Jsonb
-
-    from db import Store
-    from db.check import Facts
-    from db.queries import query
-    from domain.invariants import check
-
-    info = conninfo_to_dict(database_url)
-    name = f"{info['dbname']}_before_windows"
-    admin = make_conninfo(**{**info, "dbname": "postgres"})
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    segments = [{"start": 0.5, "end": 2.0, "text": " Hello there.", "words": []},
-                {"start": 2.5, "end": 4.0, "text": " Goodbye.", "words": []}]
-    try:
-        with Database(make_conninfo(**{**info, "dbname": name}), max_size=2) as legacy:
-            with legacy.transaction() as conn:
-                conn.execute(query("create_migrations_table"))
-                for version, migration, text in migrations():
-                    if version <= 7:
-                        conn.execute(text)
-                        conn.execute(query("record_migration"), {"version": version, "name": migration})
-                owner = conn.execute("INSERT INTO owners (name, token_hash) VALUES ('old', 'x') RETURNING id").fetchone()["id"]
-                blob = "INSERT INTO blobs (media_type, size_bytes) VALUES ('x', 3) RETURNING id"
-                original, pcm, original2, pcm2 = (conn.execute(blob).fetchone()["id"] for _ in range(4))
-                for blob_id in (original, pcm, original2, pcm2):
-                    conn.execute("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (%s, 0, 'abc')", [blob_id])
-                done = conn.execute(
-                    "INSERT INTO records (owner_id, stage, original_blob_id, converted_blob_id, duration_seconds, "
-                    "recognized_seconds, transcript, segments, engine) VALUES (%s, 'done', %s, %s, 4.5, 4.5, "
-                    "' Hello there.  Goodbye.', %s, 'e') RETURNING id", [owner, original, pcm, Jsonb(segments)]
-                ).fetchone()["id"]
-                halfway = conn.execute(
-                    "INSERT INTO records (owner_id, stage, original_blob_id, converted_blob_id, duration_seconds, "
-                    "recognized_seconds, segments) VALUES (%s, 'converted', %s, %s, 60, 29.5, %s) RETURNING id",
-                    [owner, original2, pcm2, Jsonb(segments[:1])]).fetchone()["id"]
-            assert legacy.migrate()  # 10 and 11, and whatever else came after 7
-            store = Store(legacy)
-            text = store.transcript(done)
-            assert (text["transcript"], text["segments"]) == (" Hello there.  Goodbye.", segments)
-            assert store.read_record(done)["converted_blob_id"] is None
-            assert store.read_record(halfway)["converted_blob_id"] == pcm2
-            with legacy.connection() as conn:
-                windows = conn.execute("SELECT record_id, from_seconds, to_seconds FROM record_windows "
-                                       "ORDER BY record_id").fetchall()
-            assert [tuple(w.values()) for w in windows] == [(done, 0, 4.5), (halfway, 0, 29.5)]
-            assert b"".join(store.read_blob(original)) == b"abc"  # complete, so readable
-            assert check(Facts(legacy)).sound
-            assert store.sweep_orphan_blobs(0).removed == 1  # the done record's converted audio
-            assert check(Facts(legacy), grace_seconds=0).sound
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
 
 
 def test_a_read_after_a_column_is_renamed_carries_the_new_name(db, store, owner, tmp_path):

@@ -135,7 +135,7 @@ def test_deleted_and_other_owners_records_are_never_found(store, world):
 
 
 def test_a_deletion_waiting_on_an_edit_in_flight_leaves_no_search_rows(store, world):
-    """The search rows go with their record by a trigger, not a foreign key (migration 50): the
+    """The search rows go with their record by a trigger, not a foreign key (records_search_rows_go): the
     owner's edit writes the record's search row in a transaction still open while a
     deletion of the record starts; the deletion waits for it, and once both are done the
     record's words are found nowhere and no search row of it is left."""

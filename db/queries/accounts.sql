@@ -31,7 +31,7 @@ WHERE o.id = before.id
 RETURNING o.id, before.disabled_at IS NOT NULL AS was_disabled;
 
 -- name: list_owners
--- Names, state, record counts, and use against the quotas (migration 20: hours of the records,
+-- Names, state, record counts, and use against the quotas (hours of the records,
 -- measured once converted and declared until then; bytes of the originals kept); never a token
 -- or its hash.
 SELECT o.name, o.created_at, o.disabled_at, o.quota_seconds, o.quota_bytes,

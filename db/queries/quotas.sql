@@ -1,4 +1,4 @@
--- Statements of per-owner quotas (migration 20): the limits, an owner's use, the check that
+-- Statements of per-owner quotas: the limits, an owner's use, the check that
 -- holds an owner's intake while an upload is weighed against them, and the stored bytes.
 
 -- name: set_quota

@@ -1,4 +1,4 @@
--- Statements of the read side: cards (the `cards` view, migration 7), lists, the transcript, the
+-- Statements of the read side: cards (the `cards` view), lists, the transcript, the
 -- journal, the original audio, and the counts of status and the metrics.
 
 -- name: card
@@ -31,10 +31,10 @@ LIMIT %(limit)s OFFSET %(offset)s;
 SELECT count(*) AS total FROM steps WHERE halted_at IS NOT NULL AND stage <> 'done';
 
 -- name: transcript
--- The text, assembled at done, and once done its timed segments: the windows' (record_windows,
--- migration 11) in recording order, each window's in its own order; likewise the spans whose
--- text the guards suppressed (migration 43).
--- Speakers (migration 38): the diarize step's turns once saved, and the owner's names for them.
+-- The text, assembled at done, and once done its timed segments: the windows' (record_windows)
+-- in recording order, each window's in its own order; likewise the spans whose text the guards
+-- suppressed (record_windows.suppressed).
+-- Speakers: the diarize step's turns once saved, and the owner's names for them.
 SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability, r.speaker_names,
        r.turns,
        CASE WHEN r.stage = 'done' THEN
@@ -88,7 +88,7 @@ ORDER BY r.stage;
 SET LOCAL synchronous_commit = off;
 
 -- name: fold_record_counts
--- The changes appended since the last fold, added into record_counts (migration 28). Each change
+-- The changes appended since the last fold, added into record_counts. Each change
 -- is taken by one fold only (DELETE … RETURNING); rows are updated in one order, so two folds
 -- at once wait for each other instead of deadlocking.
 WITH taken AS (DELETE FROM record_count_changes RETURNING stage, reason, delta)

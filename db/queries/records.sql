@@ -21,7 +21,7 @@ SELECT id FROM accepted;
 
 -- name: edit_record
 -- The owner's edit: title, summary, topics only; a NULL parameter leaves its field alone. A done
--- record's search row for them (search_rows, migration 33) follows in the same statement; an
+-- record's search row for them (search_rows) follows in the same statement; an
 -- upsert, so that an edit racing the done save still leaves the edited words searchable.
 WITH edited AS (
     UPDATE records

@@ -1,4 +1,4 @@
--- Statements of audio retention (migration 20): the original audio of done records older than
+-- Statements of audio retention: the original audio of done records older than
 -- TRANSCRIBER_AUDIO_RETENTION_DAYS lets go; the record, its card and its text stay.
 
 -- name: expire_audio

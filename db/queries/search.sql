@@ -1,4 +1,4 @@
--- Statements of the owner's search (search_rows, migration 33). The owner's words only: every
+-- Statements of the owner's search (search_rows). The owner's words only: every
 -- statement is bounded by owner_id, the count included.
 
 -- name: search_page
@@ -7,7 +7,7 @@
 -- configuration, and a row is matched by the query parsed with its own configuration (so
 -- "конвейер" finds "конвейера" in a Russian record and "running" finds "run" in an English one);
 -- the last word typed, if any, is also a prefix. Rows are found by the owner's keys
--- (search_rows_keys, migration 50): every configuration's parse, with the owner's id and the
+-- (search_rows_keys): every configuration's parse, with the owner's id and the
 -- configuration on each lexeme, or'ed. At most `candidates` + 1 matching rows are read, in the
 -- index's order (oldest stored first), and the page is the best of them by rank: of all the
 -- matches, unless more match. Snippets (ts_headline re-parses the text) are made for the page
@@ -55,7 +55,7 @@ WITH parsed AS MATERIALIZED (
       AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
-      -- a speaker (migration 60): by label (S1), or by the name the owner gave it (named)
+      -- a speaker: by label (S1), or by the name the owner gave it (named)
       AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = ANY (s.speakers) OR s.speakers && nm.labels)
     LIMIT %(candidates)s + 1
 ), page AS (

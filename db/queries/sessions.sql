@@ -1,4 +1,4 @@
--- Statements of the browser sessions (migration 29). A session is found by the hash of its id.
+-- Statements of the browser sessions (the table `sessions`). A session is found by the hash of its id.
 
 -- name: open_owner_session
 -- Opened only for the owner whose token this is now (by its hash); no row: no such owner.

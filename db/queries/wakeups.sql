@@ -1,4 +1,5 @@
--- Statements of the wake-up listener (the trigger that notifies is in migration 6).
+-- Statements of the wake-up listener (the triggers that notify are steps_wake_up_queued and
+-- steps_wake_up_freed, db/schema.txt).
 
 -- name: listen_wakeups
 LISTEN transcriber_wakeups;
