@@ -1,8 +1,9 @@
 """The dramatiq entry module: `dramatiq actors` starts workers for the configured broker.
 
-One claim actor per step, the sweep, and the retention of original audio. A message is only a wake-up ("try to claim for this
-step"): it carries no state. The actor claims, runs the step and saves under the token; with no
-work it returns quietly (P1). dramatiq's own retries are off: the database counts attempts (P4).
+One claim actor per step, the sweep, and the retention of original audio. A message is only a
+wake-up ("try to claim for this step"): it carries no state. The actor claims, runs the step and
+saves under the token; with no work it returns quietly (P1). dramatiq's own retries are off: the
+database counts attempts (P4).
 
 Importing this module only declares the actors, on the broker TRANSCRIBER_BROKER_URL names
 (made, not connected) and the queue TRANSCRIBER_QUEUE names. The configuration is loaded and

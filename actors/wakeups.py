@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from loguru import logger
 
@@ -89,5 +89,5 @@ class Wakeups:
             return
         try:
             self._send(step)
-        except Exception as error:  # the broker is away for a moment: the tick will follow
+        except Exception as error:  # noqa: BLE001 - the broker is away for a moment: the tick will follow
             logger.warning("wake-up for {} not sent: {}", step, type(error).__name__)

@@ -16,6 +16,7 @@ these comes first:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -56,10 +57,8 @@ class Child:
         process = self.process
         if process.poll() is None:
             process.kill()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # unkillable (stuck in the kernel): nothing more to do
             process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # unkillable (stuck in the kernel): nothing more to do
-            pass
         for stream in (process.stdin, process.stdout):
             try:
                 if stream is not None:

@@ -1,8 +1,8 @@
 """Decoding: any container/codec FFmpeg knows, streamed into 16 kHz mono signed 16-bit PCM."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import av
 

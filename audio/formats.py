@@ -34,7 +34,7 @@ class Cue(NamedTuple):
 
 
 def _clock(seconds: float, separator: str) -> str:
-    millis = int(round(max(seconds, 0.0) * 1000))
+    millis = round(max(seconds, 0.0) * 1000)
     hours, millis = divmod(millis, 3_600_000)
     minutes, millis = divmod(millis, 60_000)
     secs, millis = divmod(millis, 1000)
@@ -63,7 +63,7 @@ def _words(segment: dict) -> list[Word]:
     if timed:
         stripped = [w["word"].strip() for w in timed]
         return [Word(word, w["start"], w["end"], joiner)
-                for word, w, joiner in zip(stripped, timed, _joiners(stripped, text))]
+                for word, w, joiner in zip(stripped, timed, _joiners(stripped, text), strict=True)]
     plain = text.split()
     total = sum(map(len, plain))
     span = segment["end"] - segment["start"]
@@ -89,15 +89,15 @@ def _lines(words: list[Word]) -> list[str] | None:
     for cut in range(1, len(words)):  # top line words[:cut], bottom line the rest
         top += len(words[cut - 1].joiner) + len(words[cut - 1].text)
         bottom = whole - top - len(words[cut].joiner)
-        if (top <= LINE_CHARS or cut == 1) and (bottom <= LINE_CHARS or cut == len(words) - 1):
-            if best is None or max(top, bottom) < best[0]:
-                best = (max(top, bottom), cut)
+        fits = (top <= LINE_CHARS or cut == 1) and (bottom <= LINE_CHARS or cut == len(words) - 1)
+        if fits and (best is None or max(top, bottom) < best[0]):
+            best = (max(top, bottom), cut)
     return None if best is None else [_line(words[:best[1]]), _line(words[best[1]:])]
 
 
 def _fits(words: list[Word]) -> bool:
     """One cue can show these words (a single word always can, however long it lasts)."""
-    return len(words) == 1 or words[-1].end - words[0].start <= CUE_SECONDS and _lines(words) is not None
+    return len(words) == 1 or (words[-1].end - words[0].start <= CUE_SECONDS and _lines(words) is not None)
 
 
 def _pieces(words: list[Word]) -> list[list[Word]]:

@@ -27,7 +27,6 @@ from audio.decode import BYTES_PER_SECOND
 from audio.recognized import Beat, Recognized
 from domain.errors import TranscriberError
 
-
 _engine_keys = itertools.count(1)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import psycopg
 from loguru import logger
@@ -39,7 +39,8 @@ class SweepPass:
     resume_after: int
 
 
-def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str, writer: Claim | None = None) -> tuple[int, int]:
+def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str,
+                 writer: Claim | None = None) -> tuple[int, int]:
     """Store a byte stream as a new, incomplete blob, each chunk committed on its own; its id and
     how many chunks it has. `writer` is the conversion's claim: a chunk is refused once that
     claim is no longer the record's (ClaimLost). Whatever stops the write midway (a refused
@@ -56,7 +57,8 @@ def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str, writer:
     try:
         for seq, chunk in enumerate(itertools.chain([first], chunks)):
             with db.connection() as conn:
-                if conn.execute(query("append_chunk"), {"blob_id": blob_id, "seq": seq, "data": chunk}).fetchone() is None:
+                appended = conn.execute(query("append_chunk"), {"blob_id": blob_id, "seq": seq, "data": chunk})
+                if appended.fetchone() is None:
                     _refused(conn, blob_id, writer, "audio_chunk")
             written = seq + 1
     except BaseException:
@@ -114,7 +116,8 @@ class Blobs:
         seq, skip = divmod(start_byte, CHUNK_BYTES)
         while True:
             with self.db.connection() as conn:
-                rows = conn.execute(query("read_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
+                rows = conn.execute(query("read_chunks"),
+                                    {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
             for row in rows:
                 data = bytes(row["data"])
                 if skip:
@@ -143,7 +146,7 @@ class Blobs:
             with self.db.connection() as conn:
                 found = conn.execute(query("orphan_blobs"), {"after_id": after_id, "batch": batch,
                                                              "grace_seconds": grace_seconds}).fetchone()
-            for blob_id, complete in zip(found["orphans"], found["complete"]):
+            for blob_id, complete in zip(found["orphans"], found["complete"], strict=True):
                 removed += drop_blob(self.db, blob_id, complete=complete)
             if found["scanned"] < batch:
                 return SweepPass(removed, 0)
@@ -165,7 +168,7 @@ def discard_blob(db: Database, blob_id: int, *, complete: bool = True) -> None:
     """Delete a blob no record needs (drop_blob), and if even that fails, leave it to the sweep."""
     try:
         drop_blob(db, blob_id, complete=complete)
-    except Exception as error:  # the original error is the one to raise
+    except Exception as error:  # noqa: BLE001 - the original error is the one to raise
         logger.warning("audio blob {} left to the sweep: {}", blob_id, type(error).__name__)
 
 

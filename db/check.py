@@ -1,7 +1,7 @@
 """The facts `transcriber check` judges, read from the whole database in one snapshot."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from db.database import Database
 from db.queries import query

@@ -5,8 +5,8 @@ import contextlib
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import psycopg
 from loguru import logger

@@ -125,7 +125,7 @@ class Quotas:
         larger one on its own in bounded batches. What fails is left to the orphan sweep."""
         group: list[int] = []
         room = DELETE_BATCH_CHUNKS
-        for blob_id, size in zip(blob_ids, sizes):
+        for blob_id, size in zip(blob_ids, sizes, strict=True):
             chunks = max(1, -(-(size or 0) // CHUNK_BYTES))
             if chunks > DELETE_BATCH_CHUNKS:
                 discard_blob(self.db, blob_id)
@@ -143,5 +143,5 @@ class Quotas:
         try:
             with self.db.transaction() as conn:
                 conn.execute(query("drop_expired_blobs"), {"blob_ids": blob_ids})
-        except Exception as error:  # the sweep takes them later
+        except Exception as error:  # noqa: BLE001 - the sweep takes them later
             logger.warning("{} expired audio blob(s) left to the sweep: {}", len(blob_ids), type(error).__name__)

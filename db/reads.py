@@ -24,7 +24,8 @@ class Reads:
     def list_card_rows(self, owner_id: int, limit: int, offset: int) -> tuple[list[dict], int]:
         """One page of the owner's cards, newest first, and how many records the owner has."""
         with self.db.transaction() as conn:
-            rows = conn.execute(query("list_cards"), {"owner_id": owner_id, "limit": limit, "offset": offset}).fetchall()
+            rows = conn.execute(query("list_cards"),
+                                {"owner_id": owner_id, "limit": limit, "offset": offset}).fetchall()
             total = conn.execute(query("count_records"), {"owner_id": owner_id}).fetchone()["total"]
         return rows, total
 

@@ -3,7 +3,7 @@ for good. The statements are in `queries/records.sql`.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from loguru import logger
 

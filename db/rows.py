@@ -8,7 +8,8 @@ of its own: only their decoding is kept.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 from psycopg.pq import ExecStatus
@@ -45,6 +46,6 @@ def _maker(raw: tuple[bytes, ...], cursor: psycopg.Cursor[Any]) -> RowMaker[dict
 
 def _make_rows(names: tuple[str, ...]) -> RowMaker[dict[str, Any]]:
     def make_row(values: Sequence[Any]) -> dict[str, Any]:
-        return dict(zip(names, values))
+        return dict(zip(names, values, strict=True))
 
     return make_row

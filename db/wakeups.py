@@ -17,6 +17,7 @@ wake-up for every step is reported, because notifications sent meanwhile were no
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -146,7 +147,5 @@ class Listener:
         if self._conn is not None:
             conn, self._conn, self.backend_pid = self._conn, None, None
             self.forwarding = False  # the lock goes with the connection
-            try:
+            with contextlib.suppress(psycopg.Error):
                 conn.close()
-            except psycopg.Error:
-                pass

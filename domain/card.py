@@ -1,7 +1,7 @@
 """The record card: what an owner (and the operator) sees of a record."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -22,7 +22,7 @@ def links(record_id: int) -> dict:
 def card(row: dict, now: datetime | None = None) -> dict:
     """The card of a record from the `cards` view: stage, halt flag with reason, attempts, pause
     (the claim, guards and halt of the step its stage waits for)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     retry_after = row["retry_after"]
     waiting = retry_after is not None and retry_after > now and row["halted_at"] is None
     halt = None

@@ -12,9 +12,10 @@ saved).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable, Protocol
+from typing import Protocol
 
 from domain.claims import HaltReason
 from domain.policy import MAX_PAUSE_SECONDS

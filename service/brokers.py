@@ -81,5 +81,5 @@ def connect(broker: dramatiq.Broker, url: str | None) -> None:
             with _quiet("pika"):
                 if not broker.connection.is_open:  # opens it now, within the bounded wait
                     raise ConnectionError("connection did not open")
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - whatever the broker's client raises, it is unreachable
         raise BrokerUnavailable(f"broker unreachable at {redact_url(url)}: {describe(error)}") from None

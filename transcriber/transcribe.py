@@ -9,6 +9,7 @@ record from its last checkpoint instead of starting over (`continue_unfinished` 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -24,8 +25,8 @@ from domain.owners import check_name
 from service.config import Settings
 from service.inputs import source_name
 from service.intake import IntakeError, accept_from_command_line
-from transcriber.local import LocalPipeline
 from service.runtime import check_engine, open_store
+from transcriber.local import LocalPipeline
 
 POLL_SECONDS = 0.25
 
@@ -33,10 +34,8 @@ POLL_SECONDS = 0.25
 def _ensure_owner(store: Store, name: str) -> None:
     check_name(name)
     if store.owner_by_name(name) is None:
-        try:
+        with contextlib.suppress(DuplicateOwner):  # another process added it meanwhile
             store.add_owner(name)  # its token is not needed here: `owner add` makes one to use
-        except DuplicateOwner:
-            pass
 
 
 def _describe(c: dict) -> str:

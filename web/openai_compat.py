@@ -17,7 +17,8 @@ again.
 import asyncio
 import math
 import time
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -72,7 +73,7 @@ class OpenAIRoute(APIRoute):
                                     param=field)
             except StarletteHTTPException as error:
                 return openai_error(error.status_code, "http_error", str(error.detail))
-            except Exception as error:  # a retry might upload the file twice: say so, never a trace
+            except Exception as error:  # noqa: BLE001 - a retry might upload the file twice: say so, never a trace
                 logger.error("request {} {} failed: {}", request.method, request.url.path, type(error).__name__)
                 return openai_error(500, "internal", "internal error")
 

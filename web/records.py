@@ -6,7 +6,8 @@ like a missing one, 404. The rules are those of the command line: intake through
 `service.intake`, cards through `domain.card`, texts through `audio.formats`.
 """
 
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
@@ -25,7 +26,6 @@ from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
 from web.errors import NOT_FOUND, ApiError, refusal
 from web.parsing import bearer_token, idempotency_key, record_id
 from web.uploads import spool_and_accept
-
 
 # what the form takes in at most; the prompt's own limit (800) is checked at intake, which says
 # how long the prompt was

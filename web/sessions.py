@@ -86,7 +86,7 @@ class Sessions:
             while not self._stop.wait(every):
                 try:
                     swept = self.sweep()
-                except Exception as error:  # the database is away: the next round tries again
+                except Exception as error:  # noqa: BLE001 - the database is away: the next round tries again
                     logger.warning("session sweep failed ({})", type(error).__name__)
                     continue
                 if swept:
@@ -108,7 +108,7 @@ def cookies_of(headers) -> dict[str, str]:
     jar = SimpleCookie()
     try:
         jar.load(raw)
-    except Exception:  # a malformed cookie header counts as no cookie
+    except Exception:  # noqa: BLE001 - a malformed cookie header counts as no cookie
         return {}
     return {key: morsel.value for key, morsel in jar.items()}
 

@@ -46,7 +46,7 @@ class Embeddings:
 
     @classmethod
     def joined(cls, parts: list[Embeddings]) -> Embeddings:
-        parts = [cls.empty()] + list(parts)
+        parts = [cls.empty(), *parts]
         return cls(np.concatenate([p.times for p in parts]), np.concatenate([p.vectors for p in parts]))
 
     def __len__(self) -> int:
