@@ -14,13 +14,14 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NoReturn
 
-import psycopg
 from loguru import logger
 
 from db.database import Database
 from db.journal import refuse
 from db.queries import query
+from db.rows import DictConnection, only_row
 from domain.claims import Claim, ClaimLost
 
 CHUNK_BYTES = 1 << 20
@@ -50,9 +51,9 @@ def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str,
     if first is None:
         raise ValueError("nothing to store: the file is empty")
     with db.connection() as conn:
-        blob_id = conn.execute(query("create_blob"), {
+        blob_id: int = only_row(conn.execute(query("create_blob"), {
             "media_type": media_type, "writer_record_id": writer and writer.record_id,
-            "writer_token": writer and writer.token}).fetchone()["id"]
+            "writer_token": writer and writer.token}))["id"]
     written = 0
     try:
         for seq, chunk in enumerate(itertools.chain([first], chunks)):
@@ -67,12 +68,13 @@ def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str,
     return blob_id, written
 
 
-def finish_blob(conn: psycopg.Connection, blob_id: int, chunks: int) -> int | None:
+def finish_blob(conn: DictConnection, blob_id: int, chunks: int) -> int | None:
     """Mark the blob complete inside the caller's transaction; its size, or None when refused: a
     conversion's claim moved on, or a chunk went missing (the sweep took the blob)."""
     conn.execute(query("lock_blob"), {"blob_id": blob_id})
     row = conn.execute(query("finish_blob"), {"blob_id": blob_id, "chunks": chunks}).fetchone()
-    return None if row is None else row["size_bytes"]
+    size: int | None = None if row is None else row["size_bytes"]
+    return size
 
 
 def drop_blob(db: Database, blob_id: int, *, complete: bool = True, batch: int = DELETE_BATCH_CHUNKS) -> bool:
@@ -81,8 +83,8 @@ def drop_blob(db: Database, blob_id: int, *, complete: bool = True, batch: int =
     finished it) or that a record points at is left alone."""
     while True:
         with db.connection() as conn:
-            row = conn.execute(query("delete_blob_chunks"),
-                               {"blob_id": blob_id, "complete": complete, "batch": batch}).fetchone()
+            row = only_row(conn.execute(query("delete_blob_chunks"),
+                                        {"blob_id": blob_id, "complete": complete, "batch": batch}))
         if not row["doomed"]:
             return False
         if row["deleted"] < batch:
@@ -144,8 +146,8 @@ class Blobs:
         removed = 0
         while True:
             with self.db.connection() as conn:
-                found = conn.execute(query("orphan_blobs"), {"after_id": after_id, "batch": batch,
-                                                             "grace_seconds": grace_seconds}).fetchone()
+                found = only_row(conn.execute(query("orphan_blobs"), {"after_id": after_id, "batch": batch,
+                                                                      "grace_seconds": grace_seconds}))
             for blob_id, complete in zip(found["orphans"], found["complete"], strict=True):
                 removed += drop_blob(self.db, blob_id, complete=complete)
             if found["scanned"] < batch:
@@ -155,7 +157,7 @@ class Blobs:
                 return SweepPass(removed, after_id)
 
 
-def _refused(conn: psycopg.Connection, blob_id: int, writer: Claim | None, write: str) -> None:
+def _refused(conn: DictConnection, blob_id: int, writer: Claim | None, write: str) -> NoReturn:
     """A blob write that took no effect: for a conversion, its claim moved on (journaled as any
     refused holder write); for an intake, the blob was taken away under it."""
     if writer is None:
