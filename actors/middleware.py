@@ -85,9 +85,9 @@ class ListenForWakeups(Middleware):
     the database's forwarder lock feeds the wake-ups to the broker, for every process's actors,
     and the others stand by to take over (db.wakeups). The tick stays the safety net."""
 
-    def __init__(self, wake: Callable[[Step], None]):
+    def __init__(self, wake: Callable[[Step], object]):
         self.wake = wake
-        self.wakeups = None
+        self.wakeups: Wakeups | None = None
 
     def after_worker_boot(self, broker, worker):
         settings = context.settings()

@@ -30,7 +30,7 @@ MAX_TIMERS = 10_000
 
 
 class Wakeups:
-    def __init__(self, url: str, send: Callable[[Step], None], group: str | None = None):
+    def __init__(self, url: str, send: Callable[[Step], object], group: str | None = None):
         self.listener = Listener(url, group)
         self._send = send
         self._timers: list[tuple[float, str]] = []

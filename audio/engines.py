@@ -48,7 +48,7 @@ def build(spec: dict) -> Engine:
     raise ValueError(f"unknown local engine {spec['engine']!r}")
 
 
-_RECOGNIZERS: dict[str, object] = {}
+_RECOGNIZERS: dict[str, RemoteRecognizer | IsolatedEngine] = {}
 _RECOGNIZERS_LOCK = threading.Lock()
 
 

@@ -8,7 +8,7 @@ change of speaker, and json keeps `speaker` on segments and words and lists the 
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 FORMATS = ("txt", "srt", "vtt", "json")
 MEDIA_TYPES = {"txt": "text/plain; charset=utf-8", "srt": "application/x-subrip; charset=utf-8",
@@ -133,6 +133,8 @@ def cues(segments: list[dict], names: dict[str, str] | None = None) -> list[Cue]
         for words in _pieces(_words(segment)):
             start = max(words[0].start, made[-1].end if made else 0.0)
             lines = _lines(words)
+            if lines is None:  # never: _pieces makes only pieces that fit
+                raise ValueError(f"a cue of {len(words)} words does not fit on two lines")
             if segment.get("speaker"):
                 lines = [f"[{speaker_name(segment['speaker'], names)}] {lines[0]}", *lines[1:]]
             made.append(Cue(start, max(words[-1].end, start), lines))
@@ -178,7 +180,7 @@ def render(fmt: str, text: str, segments: list[dict], duration: float | None = N
             text = speaker_paragraphs(segments, names)
         return text + "\n" if text else ""
     if fmt == "json":
-        document = {"text": text, "duration_seconds": duration, "language": language,
+        document: dict[str, Any] = {"text": text, "duration_seconds": duration, "language": language,
                     "language_probability": language_probability,
                     "segments": [_json_segment(s) for s in segments], "suppressed": list(suppressed or [])}
         if diarized:

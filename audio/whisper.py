@@ -86,8 +86,8 @@ class WhisperEngine:
         if suppressed:
             strict = self._guarded(audio, language, **prompted, **self.STRICT_OPTIONS,
                                    max_new_tokens=_most_tokens(voiced))
-            strict, _ = suppress(confident(strict.segments), voice)
-            kept, suppressed = fill_in(kept, suppressed, strict)
+            strict_kept, _ = suppress(confident(strict.segments), voice)
+            kept, suppressed = fill_in(kept, suppressed, strict_kept)
         return Recognized([_plain(s) for s in kept], result.language, result.language_probability, suppressed)
 
     def _guarded(self, audio, language: str | None, **extra) -> Recognized:

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from audio.formats import render_record
 from db import Store
@@ -26,6 +27,7 @@ from service.config import Settings
 from service.inputs import source_name
 from service.intake import IntakeError, accept_from_command_line
 from service.runtime import check_engine, open_store
+from transcriber.console import UserError
 from transcriber.local import LocalPipeline
 
 POLL_SECONDS = 0.25
@@ -70,6 +72,13 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupt)
 
 
+def _still_there(row: dict[str, Any] | None, record_id: int) -> dict[str, Any]:
+    """A record of this run, read again: gone only if someone deleted it meanwhile."""
+    if row is None:
+        raise UserError(f"record {record_id} was deleted while this run transcribed it")
+    return row
+
+
 def _finished(c: dict) -> bool:
     """Nothing more will come for this record in this run: halted, or done with its speakers
     found, halted or not wanted (a record is done before its speakers are)."""
@@ -102,7 +111,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
     with LocalPipeline(store, settings):
         while True:
             for record_id, path in records.items():
-                cards[record_id] = card(store.card_row(record_id))
+                cards[record_id] = card(_still_there(store.card_row(record_id), record_id))
                 line = _describe(cards[record_id])
                 if shown.get(record_id) != line:
                     shown[record_id] = line
@@ -118,8 +127,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
             print(f"{path.name}: halted (record {record_id}): {c['halt']['reason']}: {c['halt']['error']}",
                   file=sys.stderr)
             continue
-        row = store.transcript(record_id)
-        body = render_record(fmt, row)
+        body = render_record(fmt, _still_there(store.transcript(record_id), record_id))
         if len(paths) > 1 and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":

@@ -50,6 +50,14 @@ def _own_card(store: Store, raw_id: str, who: dict) -> dict:
     return card(row)
 
 
+def _usage(store: Store, owner_id: int) -> dict:
+    """What the caller uses of its quota and its limits; owners are never deleted, so its row is there."""
+    row = store.owner_usage(owner_id)
+    if row is None:
+        raise RuntimeError(f"owner {owner_id} has no row")
+    return usage_view(row)
+
+
 def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Callable[..., dict]) -> None:
     """`POST /records`: a recording in, through `service.intake` like any other way in."""
     Owner = Annotated[dict, Depends(owner)]
@@ -93,7 +101,7 @@ def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> N
         following = offset + len(rows)
         return {"items": [card(row) for row in rows], "total": total, "limit": limit, "offset": offset,
                 "next": f"/records?limit={limit}&offset={following}" if following < total else None,
-                "usage": usage_view(store.owner_usage(who["id"]))}
+                "usage": _usage(store, who["id"])}
 
     @routes.get("/records/{raw_id}")
     def get_card(raw_id: str, request: Request):

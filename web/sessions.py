@@ -124,7 +124,9 @@ def same_origin(origin: str | None, host: str | None) -> bool:
 def csrf_matches(sent: str | None, expected: str) -> bool:
     """The CSRF token sent is the session's, compared in constant time (as bytes: any text a
     client sends compares, none raises)."""
-    return bool(sent) and hmac.compare_digest(sent.encode("utf-8", "surrogateescape"), expected.encode())
+    if not sent:
+        return False
+    return hmac.compare_digest(sent.encode("utf-8", "surrogateescape"), expected.encode())
 
 
 def cookie_kind(path: str) -> str:
