@@ -180,9 +180,10 @@ def render(fmt: str, text: str, segments: list[dict], duration: float | None = N
             text = speaker_paragraphs(segments, names)
         return text + "\n" if text else ""
     if fmt == "json":
-        document: dict[str, Any] = {"text": text, "duration_seconds": duration, "language": language,
-                    "language_probability": language_probability,
-                    "segments": [_json_segment(s) for s in segments], "suppressed": list(suppressed or [])}
+        document: dict[str, Any] = {
+            "text": text, "duration_seconds": duration, "language": language,
+            "language_probability": language_probability,
+            "segments": [_json_segment(s) for s in segments], "suppressed": list(suppressed or [])}
         if diarized:
             labels = sorted({s["speaker"] for s in segments if s.get("speaker")}, key=lambda x: int(x[1:]))
             document["speakers"] = {label: speaker_name(label, names) for label in labels}
