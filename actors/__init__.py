@@ -1,8 +1,9 @@
 """The dramatiq entry module: `dramatiq actors` starts workers for the configured broker.
 
-One claim actor per step, the sweep, and the retention of original audio. A message is only a wake-up ("try to claim for this
-step"): it carries no state. The actor claims, runs the step and saves under the token; with no
-work it returns quietly (P1). dramatiq's own retries are off: the database counts attempts (P4).
+One claim actor per step, the sweep, and the retention of original audio. A message is only a
+wake-up ("try to claim for this step"): it carries no state. The actor claims, runs the step and
+saves under the token; with no work it returns quietly (P1). dramatiq's own retries are off: the
+database counts attempts (P4).
 
 Importing this module only declares the actors, on the broker TRANSCRIBER_BROKER_URL names
 (made, not connected) and the queue TRANSCRIBER_QUEUE names. The configuration is loaded and
@@ -12,6 +13,7 @@ runner through `use`.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import dramatiq
 from loguru import logger
@@ -47,7 +49,8 @@ def use(settings: config.Settings, store: Store | None = None) -> None:
     dropped instead of piling up."""
     context.use(settings, store)
     max_age_ms = int(max(settings.tick_seconds * 10, 30) * 1000)
-    for actor in (*ACTORS.values(), sweep, expire_audio):
+    every: list[dramatiq.Actor[..., None]] = [*ACTORS.values(), sweep, expire_audio]
+    for actor in every:
         actor.options["max_age"] = max_age_ms
 
 
@@ -60,7 +63,7 @@ broker.add_middleware(ListenForWakeups(lambda step: ACTORS[step].send()))
 # time limit (at most the year configuration allows), and the lease, renewed while it runs, is
 # what really bounds a lost worker.
 _TIME_LIMIT_MS = int((config.LONGEST_TIME_LIMIT_SECONDS + 60) * 1000)
-_OPTIONS = dict(queue_name=QUEUE, max_retries=0, time_limit=_TIME_LIMIT_MS)
+_OPTIONS: dict[str, Any] = dict(queue_name=QUEUE, max_retries=0, time_limit=_TIME_LIMIT_MS)
 
 
 @dramatiq.actor(actor_name="convert", **_OPTIONS)
@@ -131,7 +134,7 @@ def expire_audio() -> None:
         expire_audio.send()
 
 
-ACTORS = {Step.CONVERT: convert, Step.RECOGNIZE: recognize, Step.DIARIZE: diarize}
+ACTORS: dict[Step, dramatiq.Actor[[], None]] = {Step.CONVERT: convert, Step.RECOGNIZE: recognize, Step.DIARIZE: diarize}
 
 
 def _work(step: Step) -> None:

@@ -11,8 +11,8 @@ served.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 

@@ -54,7 +54,7 @@ class Heartbeat:
                 return
             try:
                 renewed = self.store.renew_lease(self.claim, self.policy.lease_seconds, self.progress)
-            except Exception as error:  # the database is away for a moment: the lease has margin
+            except Exception as error:  # noqa: BLE001 - the database is away for a moment: the lease has margin
                 logger.bind(record_id=self.claim.record_id).warning(
                     "record {}: lease renewal failed, will retry: {}", self.claim.record_id, type(error).__name__)
                 continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from dramatiq.middleware import Middleware
 from loguru import logger
@@ -39,7 +39,8 @@ class Boot(Middleware):
             check_engine(settings)
             connect(broker, settings.broker_url)
         except (config.ConfigError, BrokerUnavailable) as error:
-            print(f"transcriber: {error}", file=sys.stderr, flush=True)
+            # before the process takes work, and maybe before logging is set up: one plain line
+            print(f"transcriber: {error}", file=sys.stderr, flush=True)  # noqa: T201
             raise SystemExit(2) from None
         self.configure(settings)
         try:
@@ -84,9 +85,9 @@ class ListenForWakeups(Middleware):
     the database's forwarder lock feeds the wake-ups to the broker, for every process's actors,
     and the others stand by to take over (db.wakeups). The tick stays the safety net."""
 
-    def __init__(self, wake: Callable[[Step], None]):
+    def __init__(self, wake: Callable[[Step], object]):
         self.wake = wake
-        self.wakeups = None
+        self.wakeups: Wakeups | None = None
 
     def after_worker_boot(self, broker, worker):
         settings = context.settings()
@@ -96,7 +97,7 @@ class ListenForWakeups(Middleware):
             metrics.serve_worker_metrics(settings.metrics_port)  # a lone process: its own port
         try:
             url = context.store().db.url
-        except Exception as error:  # the database is away: runs find out; the tick still wakes them
+        except Exception as error:  # noqa: BLE001 - the database is away: runs find out; the tick still wakes them
             logger.warning("no wake-up listener in this worker ({}); the tick still runs", type(error).__name__)
             return
         # one forwarder per queue of a real broker; on the in-process broker each process forwards its own

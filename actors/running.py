@@ -5,7 +5,8 @@ made under the token, never left to the lease (P3, P4)."""
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from actors.heartbeat import Heartbeat
 from actors.outcomes import Outcome
@@ -35,7 +36,7 @@ def run_claimed(store: Store, claim: Claim, policy: StepPolicy, stop: threading.
     except PermanentStepError as error:
         halted = store.halt(claim, error.reason, str(error), count_failure=True)
         return Outcome.HALTED if halted else Outcome.REFUSED
-    except Exception as error:  # any other error is a failed attempt, never swallowed
+    except Exception as error:  # noqa: BLE001 - any other error is a failed attempt, never swallowed
         message = f"{type(error).__name__}: {error}"
         if policy.exhausted(failures + 1):
             halted = store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, message, count_failure=True)

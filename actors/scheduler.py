@@ -16,7 +16,6 @@ from loguru import logger
 import actors
 from service.brokers import describe
 
-
 SWEEP_SECONDS = 3600
 
 
@@ -33,7 +32,7 @@ class BrokerWatch:
     def send(self, wake_up) -> bool:
         try:
             wake_up()
-        except Exception as error:  # whatever the broker's client raises, the broker is away
+        except Exception as error:  # noqa: BLE001 - whatever the broker's client raises, the broker is away
             with self._lock:
                 self._missed += 1
                 if self._lost_at is None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from actors.heartbeat import Heartbeat
 from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, TooLong, UndecodableAudio, pcm16k

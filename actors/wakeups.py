@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from loguru import logger
 
@@ -30,7 +30,7 @@ MAX_TIMERS = 10_000
 
 
 class Wakeups:
-    def __init__(self, url: str, send: Callable[[Step], None], group: str | None = None):
+    def __init__(self, url: str, send: Callable[[Step], object], group: str | None = None):
         self.listener = Listener(url, group)
         self._send = send
         self._timers: list[tuple[float, str]] = []
@@ -89,5 +89,5 @@ class Wakeups:
             return
         try:
             self._send(step)
-        except Exception as error:  # the broker is away for a moment: the tick will follow
+        except Exception as error:  # noqa: BLE001 - the broker is away for a moment: the tick will follow
             logger.warning("wake-up for {} not sent: {}", step, type(error).__name__)

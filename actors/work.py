@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from loguru import logger
 
@@ -53,7 +53,7 @@ def run_once(store: Store, settings: Settings, step: Step, stop: threading.Event
     started = time.monotonic()
     with store.db.pinned():  # the run's claim, read, checkpoints and save share one connection
         outcome = _run_once(store, settings, step, stop)
-    metrics.step_ran(step.value, None if outcome is NO_WORK else outcome.value, time.monotonic() - started)
+    metrics.step_ran(step.value, None if isinstance(outcome, NoWork) else outcome.value, time.monotonic() - started)
     return outcome
 
 
@@ -65,7 +65,7 @@ def _run_once(store: Store, settings: Settings, step: Step, stop: threading.Even
     claim = store.claim(step, policy)
     if claim is NO_WORK and runtime.lookout.look(store):
         claim = store.claim(step, policy)  # one of the claims let go may be this step's
-    if claim is NO_WORK:
+    if isinstance(claim, NoWork):
         return NO_WORK
     record = store.read_for_step(claim)
     if record is None:  # deleted by its owner right after the claim: nothing to work, nothing to save

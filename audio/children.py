@@ -16,6 +16,7 @@ these comes first:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -38,8 +39,11 @@ _this_thread = threading.local()              # .children: {engine id: Child} of
 class Child:
     """One recognizer process and the folder it reads its windows from."""
 
-    def __init__(self, process: subprocess.Popen, folder: Path):
+    def __init__(self, process: subprocess.Popen[bytes], folder: Path):
+        if process.stdin is None or process.stdout is None:
+            raise ValueError("a recognizer process talks through pipes on its standard input and output")
         self.process, self.folder = process, folder
+        self.stdin, self.stdout = process.stdin, process.stdout
         self.buffer = bytearray()  # what the child has written that is not yet a whole line
         self._closed = False
         with _alive_lock:
@@ -56,10 +60,8 @@ class Child:
         process = self.process
         if process.poll() is None:
             process.kill()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # unkillable (stuck in the kernel): nothing more to do
             process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # unkillable (stuck in the kernel): nothing more to do
-            pass
         for stream in (process.stdin, process.stdout):
             try:
                 if stream is not None:

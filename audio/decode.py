@@ -1,10 +1,11 @@
 """Decoding: any container/codec FFmpeg knows, streamed into 16 kHz mono signed 16-bit PCM."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import av
+from av.codec.context import ThreadType
 
 from domain.errors import TranscriberError
 
@@ -118,7 +119,7 @@ def pcm16k(path: Path, piece_bytes: int = BYTES_PER_SECOND * 4, max_seconds: flo
     try:
         stream = container.streams.audio[0]
         check_stream(stream.codec_context.sample_rate, stream.codec_context.channels)
-        stream.thread_type = "AUTO"
+        stream.codec_context.thread_type = ThreadType.AUTO
         frames = container.decode(stream)
         while True:
             try:
@@ -135,7 +136,7 @@ def pcm16k(path: Path, piece_bytes: int = BYTES_PER_SECOND * 4, max_seconds: flo
                 _check_frame(frame)
             for out in resampler.resample(frame):
                 buffer += bytes(out.planes[0])[: out.samples * 2]
-            if limit is not None and produced + len(buffer) > limit:
+            if limit is not None and max_seconds is not None and produced + len(buffer) > limit:
                 raise TooLong((produced + len(buffer)) / BYTES_PER_SECOND, max_seconds, declared=False)
             while len(buffer) >= piece_bytes:
                 produced += piece_bytes

@@ -21,8 +21,8 @@ from loguru import logger
 
 from audio.isolation import IsolatedEngine
 from audio.models import resolve
-from audio.sphinx import PocketsphinxEngine
 from audio.recognized import Beat, Engine, Recognized
+from audio.sphinx import PocketsphinxEngine
 from audio.whisper import WhisperEngine, default_compute
 
 
@@ -33,8 +33,8 @@ def spec(settings) -> dict:
         return {"engine": "pocketsphinx", "label": "pocketsphinx"}
     models = settings.home / "models"
     return {"engine": "faster-whisper", "model": resolve(settings.whisper_model, models),
-            "device": settings.device, "threads": settings.recognizer_threads or os.cpu_count() or 1, "download_root": str(models),
-            "compute": settings.compute_type,
+            "device": settings.device, "threads": settings.recognizer_threads or os.cpu_count() or 1,
+            "download_root": str(models), "compute": settings.compute_type,
             "label": f"faster-whisper/{settings.whisper_model}"}
 
 
@@ -48,7 +48,7 @@ def build(spec: dict) -> Engine:
     raise ValueError(f"unknown local engine {spec['engine']!r}")
 
 
-_RECOGNIZERS: dict[str, object] = {}
+_RECOGNIZERS: dict[str, RemoteRecognizer | IsolatedEngine] = {}
 _RECOGNIZERS_LOCK = threading.Lock()
 
 

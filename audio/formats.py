@@ -8,7 +8,7 @@ change of speaker, and json keeps `speaker` on segments and words and lists the 
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 FORMATS = ("txt", "srt", "vtt", "json")
 MEDIA_TYPES = {"txt": "text/plain; charset=utf-8", "srt": "application/x-subrip; charset=utf-8",
@@ -34,7 +34,7 @@ class Cue(NamedTuple):
 
 
 def _clock(seconds: float, separator: str) -> str:
-    millis = int(round(max(seconds, 0.0) * 1000))
+    millis = round(max(seconds, 0.0) * 1000)
     hours, millis = divmod(millis, 3_600_000)
     minutes, millis = divmod(millis, 60_000)
     secs, millis = divmod(millis, 1000)
@@ -63,7 +63,7 @@ def _words(segment: dict) -> list[Word]:
     if timed:
         stripped = [w["word"].strip() for w in timed]
         return [Word(word, w["start"], w["end"], joiner)
-                for word, w, joiner in zip(stripped, timed, _joiners(stripped, text))]
+                for word, w, joiner in zip(stripped, timed, _joiners(stripped, text), strict=True)]
     plain = text.split()
     total = sum(map(len, plain))
     span = segment["end"] - segment["start"]
@@ -89,15 +89,15 @@ def _lines(words: list[Word]) -> list[str] | None:
     for cut in range(1, len(words)):  # top line words[:cut], bottom line the rest
         top += len(words[cut - 1].joiner) + len(words[cut - 1].text)
         bottom = whole - top - len(words[cut].joiner)
-        if (top <= LINE_CHARS or cut == 1) and (bottom <= LINE_CHARS or cut == len(words) - 1):
-            if best is None or max(top, bottom) < best[0]:
-                best = (max(top, bottom), cut)
+        fits = (top <= LINE_CHARS or cut == 1) and (bottom <= LINE_CHARS or cut == len(words) - 1)
+        if fits and (best is None or max(top, bottom) < best[0]):
+            best = (max(top, bottom), cut)
     return None if best is None else [_line(words[:best[1]]), _line(words[best[1]:])]
 
 
 def _fits(words: list[Word]) -> bool:
     """One cue can show these words (a single word always can, however long it lasts)."""
-    return len(words) == 1 or words[-1].end - words[0].start <= CUE_SECONDS and _lines(words) is not None
+    return len(words) == 1 or (words[-1].end - words[0].start <= CUE_SECONDS and _lines(words) is not None)
 
 
 def _pieces(words: list[Word]) -> list[list[Word]]:
@@ -133,6 +133,8 @@ def cues(segments: list[dict], names: dict[str, str] | None = None) -> list[Cue]
         for words in _pieces(_words(segment)):
             start = max(words[0].start, made[-1].end if made else 0.0)
             lines = _lines(words)
+            if lines is None:  # never: _pieces makes only pieces that fit
+                raise ValueError(f"a cue of {len(words)} words does not fit on two lines")
             if segment.get("speaker"):
                 lines = [f"[{speaker_name(segment['speaker'], names)}] {lines[0]}", *lines[1:]]
             made.append(Cue(start, max(words[-1].end, start), lines))
@@ -178,9 +180,10 @@ def render(fmt: str, text: str, segments: list[dict], duration: float | None = N
             text = speaker_paragraphs(segments, names)
         return text + "\n" if text else ""
     if fmt == "json":
-        document = {"text": text, "duration_seconds": duration, "language": language,
-                    "language_probability": language_probability,
-                    "segments": [_json_segment(s) for s in segments], "suppressed": list(suppressed or [])}
+        document: dict[str, Any] = {
+            "text": text, "duration_seconds": duration, "language": language,
+            "language_probability": language_probability,
+            "segments": [_json_segment(s) for s in segments], "suppressed": list(suppressed or [])}
         if diarized:
             labels = sorted({s["speaker"] for s in segments if s.get("speaker")}, key=lambda x: int(x[1:]))
             document["speakers"] = {label: speaker_name(label, names) for label in labels}

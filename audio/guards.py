@@ -58,7 +58,7 @@ def cut_repeats(segments: list[dict]) -> list[dict]:
             at += 1
     out = []
     for number, segment in enumerate(segments):
-        kept = [(word, entry) for (n, word, entry), k in zip(items, keep) if n == number and k]
+        kept = [(word, entry) for (n, word, entry), k in zip(items, keep, strict=True) if n == number and k]
         if kept:
             entries = [entry for _, entry in kept if entry is not None]
             out.append({**segment, "text": " ".join(word for word, _ in kept), "words": entries,

@@ -27,7 +27,6 @@ from audio.decode import BYTES_PER_SECOND
 from audio.recognized import Beat, Recognized
 from domain.errors import TranscriberError
 
-
 _engine_keys = itertools.count(1)
 
 
@@ -105,7 +104,7 @@ class IsolatedEngine:
         deadline = time.monotonic() + timeout
         buffer = child.buffer
         process = child.process
-        fd = process.stdout.fileno()
+        fd = child.stdout.fileno()
         try:
             while b"\n" not in buffer:
                 left = deadline - time.monotonic()
@@ -136,8 +135,8 @@ class IsolatedEngine:
         window.write_bytes(pcm)
         request = json.dumps({"pcm": str(window), "language": language, "prompt": prompt}).encode() + b"\n"
         try:
-            child.process.stdin.write(request)  # a small line: never blocks, even on a stopped child
-            child.process.stdin.flush()
+            child.stdin.write(request)  # a small line: never blocks, even on a stopped child
+            child.stdin.flush()
         except OSError:
             self._end_child()
             raise RecognizerError("the recognizer process ended unexpectedly") from None

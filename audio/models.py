@@ -90,7 +90,7 @@ def _package_file(package: str, inner: str, hint: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ModelError(f"its weights are not installed ({hint})")
-    path = Path(list(spec.submodule_search_locations)[0]) / inner
+    path = Path(next(iter(spec.submodule_search_locations))) / inner
     if not path.is_file():
         raise ModelError(f"a weights file is missing: {path} ({hint})")
     return path
@@ -160,7 +160,7 @@ def _assemble(model: Bundled, cache: Path) -> Path:
         stamp = folder / (target + ".sha256")
         _sweep_abandoned(out)
         sources = [_package_file(package, inner, model.install_hint) for package, inner in parts]
-        for (package, inner), source in zip(parts, sources):
+        for (_, inner), source in zip(parts, sources, strict=True):
             _verified(source, model.sha256[Path(inner).name], Path(inner).name)
         whole = _sha256(out) if out.is_file() else None
         if whole is None or not stamp.is_file() or stamp.read_text().strip() != whole:

@@ -5,8 +5,9 @@ registry can share them without importing one another.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 # A step's heartbeat: an engine calls it while a window takes its time, to keep the step's claim
 # alive and to let it raise (a lost claim, a stopping worker) and so end the wait at once.

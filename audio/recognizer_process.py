@@ -78,7 +78,7 @@ def _serve(spec: dict, check: bool) -> None:
     except ModelError as error:  # already said in words a person can act on
         _say({"error": str(error), "reason": "model"})
         return
-    except Exception as error:  # a model that will not load: the parent reports it
+    except Exception as error:  # noqa: BLE001 - a model that will not load: the parent reports it
         _say({"error": f"{type(error).__name__}: {error}"})
         return
     _say({"ready": True})
@@ -92,7 +92,7 @@ def _serve(spec: dict, check: bool) -> None:
                                       request.get("prompt"))
             answer = {"segments": result.segments, "language": result.language,
                       "language_probability": result.language_probability, "suppressed": result.suppressed}
-        except Exception as error:  # reported to the parent, which counts a failed attempt
+        except Exception as error:  # noqa: BLE001 - reported to the parent, which counts a failed attempt
             answer = {"error": f"{type(error).__name__}: {error}"}
         if trim is not None:
             trim(0)

@@ -20,6 +20,7 @@ import json
 import re
 import time
 import wave
+from typing import Any
 
 import httpx
 from loguru import logger
@@ -249,7 +250,7 @@ def _words(raw: object, duration: float) -> list[dict]:
         return []
     if not isinstance(raw, list):
         raise RemoteEngineError("openai engine: the words in the answer are not a list")
-    words = []
+    words: list[dict[str, Any]] = []
     for item in raw:
         if not isinstance(item, dict):
             raise RemoteEngineError("openai engine: a word in the answer is not an object")
@@ -261,7 +262,7 @@ def _words(raw: object, duration: float) -> list[dict]:
     return words
 
 
-def _span(start: object, end: object, duration: float) -> tuple[float, float]:
+def _span(start: Any, end: Any, duration: float) -> tuple[float, float]:
     """Start and end as seconds within [0, duration]: servers overshoot the window's end a little."""
     try:
         start, end = float(start), float(end)

@@ -79,9 +79,15 @@ class _Utterance:
             self.end()
             self.start = None
         elif self.fed_bytes >= self.longest_bytes:
-            cut_at = self.start + self.fed_bytes / BYTES_PER_SECOND
+            cut_at = self._started() + self.fed_bytes / BYTES_PER_SECOND
             self.end()
             self.start = cut_at  # the rest of this stretch of speech goes on from here
+
+    def _started(self) -> float:
+        """Where the open utterance starts: set whenever one is open."""
+        if self.start is None:
+            raise RuntimeError("no utterance is open")
+        return self.start
 
     def _flush(self) -> None:
         if self.batch:
@@ -95,7 +101,7 @@ class _Utterance:
         self._flush()
         self.decoder.end_utt()
         self.open = False
-        words = self.engine.words(self.decoder, self.start)
+        words = self.engine.words(self.decoder, self._started())
         self.segments.extend(_into_segments(words, self.engine.SEGMENT_PAUSE, self.engine.SEGMENT_LONGEST))
 
 

@@ -8,6 +8,7 @@ in a loop or text invented over silence, is handled by the guards (audio.guards)
 from __future__ import annotations
 
 import os
+from typing import Any, ClassVar
 
 from audio.guards import confident, cut_repeats, fill_in, loops, suppress
 from audio.recognized import Recognized, rounded_seconds
@@ -52,10 +53,12 @@ class WhisperEngine:
     """
 
     name = "faster-whisper"
-    OPTIONS = dict(beam_size=5, temperature=0.0, vad_filter=False, condition_on_previous_text=False,
-                   word_timestamps=True)
-    RETRY_OPTIONS = dict(no_repeat_ngram_size=4)  # what the second decoding of a looping window adds
-    STRICT_OPTIONS = dict(vad_filter=True, vad_parameters=VOICE, no_repeat_ngram_size=4)  # ... and of an implausible one
+    OPTIONS: ClassVar[dict[str, Any]] = dict(beam_size=5, temperature=0.0, vad_filter=False,
+                                             condition_on_previous_text=False, word_timestamps=True)
+    # what the second decoding of a looping window adds
+    RETRY_OPTIONS: ClassVar[dict[str, Any]] = dict(no_repeat_ngram_size=4)
+    # ... and of an implausible one
+    STRICT_OPTIONS: ClassVar[dict[str, Any]] = dict(vad_filter=True, vad_parameters=VOICE, no_repeat_ngram_size=4)
 
     def __init__(self, model: str, device: str = "cpu", threads: int = 0, download_root: str | None = None,
                  compute: str | None = None):
@@ -83,8 +86,8 @@ class WhisperEngine:
         if suppressed:
             strict = self._guarded(audio, language, **prompted, **self.STRICT_OPTIONS,
                                    max_new_tokens=_most_tokens(voiced))
-            strict, _ = suppress(confident(strict.segments), voice)
-            kept, suppressed = fill_in(kept, suppressed, strict)
+            strict_kept, _ = suppress(confident(strict.segments), voice)
+            kept, suppressed = fill_in(kept, suppressed, strict_kept)
         return Recognized([_plain(s) for s in kept], result.language, result.language_probability, suppressed)
 
     def _guarded(self, audio, language: str | None, **extra) -> Recognized:

@@ -7,7 +7,7 @@ and recognises the same windows to the same text.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 

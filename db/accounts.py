@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from typing import Any
 
 import psycopg
 from loguru import logger
+from psycopg.rows import DictRow
 
 from db.database import Database
 from db.queries import query
@@ -38,7 +40,7 @@ def _fresh_token() -> tuple[str, str]:
     return token, hash_token(token)
 
 
-def _owner(row: dict) -> dict:
+def _owner(row: DictRow) -> dict[str, Any]:
     return {"id": row["account_id"], "name": row["account_name"], "disabled": row["account_disabled_at"] is not None}
 
 
@@ -49,7 +51,7 @@ class Accounts:
 
     # --- creating an account and checking a token, for both kinds ---------------------------------
 
-    def _create_account(self, statement: str, kind: str, name: str, refused: type[ValueError]) -> str:
+    def _create_account(self, statement: str, kind: str, name: str, refused: type[TranscriberError]) -> str:
         """Create an account with `statement` and return its fresh token; only its hash is stored."""
         token, token_hash = _fresh_token()
         try:
@@ -62,7 +64,7 @@ class Accounts:
         logger.info("{} {} added", kind, name)
         return token
 
-    def _by_token(self, statement: str, token: str, **params: object) -> dict | None:
+    def _by_token(self, statement: str, token: str, **params: object) -> DictRow | None:
         """The row `statement` finds by the token's hash, if the hash it holds is the token's."""
         if not token:
             return None
@@ -78,16 +80,16 @@ class Accounts:
         """Create an owner and return its API token."""
         return self._create_account("create_owner", "owner", name, DuplicateOwner)
 
-    def owner_by_name(self, name: str) -> dict | None:
+    def owner_by_name(self, name: str) -> DictRow | None:
         with self.db.connection() as conn:
             return conn.execute(query("owner_by_name"), {"name": name}).fetchone()
 
-    def owner_by_token(self, token: str) -> dict | None:
+    def owner_by_token(self, token: str) -> dict[str, Any] | None:
         """The owner whose API token this is: its id, name and whether it is disabled."""
         row = self._by_token("owner_by_token_hash", token)
         return _owner(row) if row is not None else None
 
-    def owner_and_card_row(self, token: str, record_id: int) -> tuple[dict | None, dict | None]:
+    def owner_and_card_row(self, token: str, record_id: int) -> tuple[dict[str, Any] | None, DictRow | None]:
         """owner_by_token and that owner's card_row together, in one statement (one round trip):
         a new token, a disabled owner or a deleted record count from the very next request."""
         row = self._by_token("owner_card_by_token_hash", token, id=record_id)
@@ -114,9 +116,10 @@ class Accounts:
         if row is None:
             return None
         logger.info("owner {} {}", name, "disabled" if disabled else "enabled")
-        return row["was_disabled"]
+        was_disabled: bool = row["was_disabled"]
+        return was_disabled
 
-    def owners(self) -> list[dict]:
+    def owners(self) -> list[DictRow]:
         """Every owner with its state and record counts (never a token)."""
         with self.db.transaction() as conn:
             return conn.execute(query("list_owners")).fetchall()
@@ -127,7 +130,7 @@ class Accounts:
         """Create an operator account for /admin and return its token."""
         return self._create_account("create_operator", "operator", name, DuplicateOperator)
 
-    def operator_by_token(self, token: str) -> dict | None:
+    def operator_by_token(self, token: str) -> dict[str, Any] | None:
         """The operator whose token this is: its id and name."""
         row = self._by_token("operator_by_token_hash", token)
         return {"id": row["id"], "name": row["name"]} if row is not None else None

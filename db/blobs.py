@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import NoReturn
 
-import psycopg
 from loguru import logger
 
 from db.database import Database
 from db.journal import refuse
 from db.queries import query
+from db.rows import DictConnection, only_row
 from domain.claims import Claim, ClaimLost
 
 CHUNK_BYTES = 1 << 20
@@ -39,7 +40,8 @@ class SweepPass:
     resume_after: int
 
 
-def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str, writer: Claim | None = None) -> tuple[int, int]:
+def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str,
+                 writer: Claim | None = None) -> tuple[int, int]:
     """Store a byte stream as a new, incomplete blob, each chunk committed on its own; its id and
     how many chunks it has. `writer` is the conversion's claim: a chunk is refused once that
     claim is no longer the record's (ClaimLost). Whatever stops the write midway (a refused
@@ -49,14 +51,15 @@ def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str, writer:
     if first is None:
         raise ValueError("nothing to store: the file is empty")
     with db.connection() as conn:
-        blob_id = conn.execute(query("create_blob"), {
+        blob_id: int = only_row(conn.execute(query("create_blob"), {
             "media_type": media_type, "writer_record_id": writer and writer.record_id,
-            "writer_token": writer and writer.token}).fetchone()["id"]
+            "writer_token": writer and writer.token}))["id"]
     written = 0
     try:
         for seq, chunk in enumerate(itertools.chain([first], chunks)):
             with db.connection() as conn:
-                if conn.execute(query("append_chunk"), {"blob_id": blob_id, "seq": seq, "data": chunk}).fetchone() is None:
+                appended = conn.execute(query("append_chunk"), {"blob_id": blob_id, "seq": seq, "data": chunk})
+                if appended.fetchone() is None:
                     _refused(conn, blob_id, writer, "audio_chunk")
             written = seq + 1
     except BaseException:
@@ -65,12 +68,13 @@ def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str, writer:
     return blob_id, written
 
 
-def finish_blob(conn: psycopg.Connection, blob_id: int, chunks: int) -> int | None:
+def finish_blob(conn: DictConnection, blob_id: int, chunks: int) -> int | None:
     """Mark the blob complete inside the caller's transaction; its size, or None when refused: a
     conversion's claim moved on, or a chunk went missing (the sweep took the blob)."""
     conn.execute(query("lock_blob"), {"blob_id": blob_id})
     row = conn.execute(query("finish_blob"), {"blob_id": blob_id, "chunks": chunks}).fetchone()
-    return None if row is None else row["size_bytes"]
+    size: int | None = None if row is None else row["size_bytes"]
+    return size
 
 
 def drop_blob(db: Database, blob_id: int, *, complete: bool = True, batch: int = DELETE_BATCH_CHUNKS) -> bool:
@@ -79,8 +83,8 @@ def drop_blob(db: Database, blob_id: int, *, complete: bool = True, batch: int =
     finished it) or that a record points at is left alone."""
     while True:
         with db.connection() as conn:
-            row = conn.execute(query("delete_blob_chunks"),
-                               {"blob_id": blob_id, "complete": complete, "batch": batch}).fetchone()
+            row = only_row(conn.execute(query("delete_blob_chunks"),
+                                        {"blob_id": blob_id, "complete": complete, "batch": batch}))
         if not row["doomed"]:
             return False
         if row["deleted"] < batch:
@@ -114,7 +118,8 @@ class Blobs:
         seq, skip = divmod(start_byte, CHUNK_BYTES)
         while True:
             with self.db.connection() as conn:
-                rows = conn.execute(query("read_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
+                rows = conn.execute(query("read_chunks"),
+                                    {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
             for row in rows:
                 data = bytes(row["data"])
                 if skip:
@@ -141,9 +146,9 @@ class Blobs:
         removed = 0
         while True:
             with self.db.connection() as conn:
-                found = conn.execute(query("orphan_blobs"), {"after_id": after_id, "batch": batch,
-                                                             "grace_seconds": grace_seconds}).fetchone()
-            for blob_id, complete in zip(found["orphans"], found["complete"]):
+                found = only_row(conn.execute(query("orphan_blobs"), {"after_id": after_id, "batch": batch,
+                                                                      "grace_seconds": grace_seconds}))
+            for blob_id, complete in zip(found["orphans"], found["complete"], strict=True):
                 removed += drop_blob(self.db, blob_id, complete=complete)
             if found["scanned"] < batch:
                 return SweepPass(removed, 0)
@@ -152,7 +157,7 @@ class Blobs:
                 return SweepPass(removed, after_id)
 
 
-def _refused(conn: psycopg.Connection, blob_id: int, writer: Claim | None, write: str) -> None:
+def _refused(conn: DictConnection, blob_id: int, writer: Claim | None, write: str) -> NoReturn:
     """A blob write that took no effect: for a conversion, its claim moved on (journaled as any
     refused holder write); for an intake, the blob was taken away under it."""
     if writer is None:
@@ -165,7 +170,7 @@ def discard_blob(db: Database, blob_id: int, *, complete: bool = True) -> None:
     """Delete a blob no record needs (drop_blob), and if even that fails, leave it to the sweep."""
     try:
         drop_blob(db, blob_id, complete=complete)
-    except Exception as error:  # the original error is the one to raise
+    except Exception as error:  # noqa: BLE001 - the original error is the one to raise
         logger.warning("audio blob {} left to the sweep: {}", blob_id, type(error).__name__)
 
 

@@ -1,10 +1,15 @@
 """The facts `transcriber check` judges, read from the whole database in one snapshot."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
+
+from psycopg.rows import DictRow
 
 from db.database import Database
 from db.queries import query
+from db.rows import DictConnection, only_row
+from domain.invariants import Row, Snapshot
 
 BATCH = 2000
 
@@ -15,13 +20,13 @@ class Facts:
     def __init__(self, db: Database):
         self.db = db
 
-    def read(self, grace_seconds: float, on_record) -> dict:
+    def read(self, grace_seconds: float, on_record: Callable[[Row, datetime], None]) -> Snapshot:
         """Call `on_record(row, now)` for every record (streamed, never all in memory at once) and
         return the snapshot's time, the orphaned blobs, the records pointing at incomplete
         audio, the records whose windows do not run end to end, and the saves made twice."""
         with self.db.transaction() as conn:
             conn.execute(query("check_snapshot"))
-            now = conn.execute(query("check_now")).fetchone()["now"]
+            now: datetime = only_row(conn.execute(query("check_now")))["now"]
             for row in self._records(conn):
                 on_record(row, now)
             orphans = conn.execute(query("check_orphan_blobs"), {"grace_seconds": grace_seconds}).fetchall()
@@ -32,7 +37,7 @@ class Facts:
                 "saved_twice": saved_twice}
 
     @staticmethod
-    def _records(conn) -> Iterator[dict]:
+    def _records(conn: DictConnection) -> Iterator[DictRow]:
         with conn.cursor(name="check_records") as cursor:
             cursor.itersize = BATCH
             cursor.execute(query("check_records"))

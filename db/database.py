@@ -5,13 +5,14 @@ import contextlib
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Literal, overload
 
 import psycopg
 from loguru import logger
-from psycopg.abc import Params, Query
-from psycopg.rows import tuple_row
+from psycopg.abc import Params, QueryNoTemplate
+from psycopg.rows import DictRow, TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from db.queries import migrations, query
@@ -26,7 +27,7 @@ class DatabaseUnavailable(TranscriberError, code="database_unavailable"):
     """The database could not be reached within a bounded wait."""
 
 
-class PooledConnection(psycopg.Connection):
+class PooledConnection(psycopg.Connection[DictRow]):
     """A pooled connection that keeps a cursor for each statement given to `Database.one` as
     bytes (`db.queries.text`: the claim cycle's). A cursor run again on its statement reuses what
     it set up for that statement's parameters and rows the time before; the fresh cursor of each
@@ -36,22 +37,23 @@ class PooledConnection(psycopg.Connection):
 
     KEPT_CURSORS = 32  # the claim cycle's statements are a handful; more are not kept
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.statement_cursors: dict[tuple[bytes, bool], psycopg.Cursor] = {}
+        self.statement_cursors: dict[tuple[bytes, bool], psycopg.Cursor[Any]] = {}
 
-    def one(self, statement: Query, params: Params | None = None, *, positional: bool = False):
+    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
+            positional: bool = False) -> DictRow | TupleRow | None:
         """Run one statement; its first row (see `Database.one`)."""
-        kept = isinstance(statement, bytes)
-        cursor = self.statement_cursors.get((statement, positional)) if kept else None
+        key = (statement, positional) if isinstance(statement, bytes) else None
+        cursor = self.statement_cursors.get(key) if key is not None else None
         if cursor is None:
             cursor = self.cursor(row_factory=tuple_row) if positional else self.cursor()
-            if kept and len(self.statement_cursors) < self.KEPT_CURSORS:
-                self.statement_cursors[statement, positional] = cursor
+            if key is not None and len(self.statement_cursors) < self.KEPT_CURSORS:
+                self.statement_cursors[key] = cursor
         return cursor.execute(statement, params).fetchone()
 
 
-class RecentFirstPool(ConnectionPool):
+class RecentFirstPool(ConnectionPool[PooledConnection]):
     """A pool that hands out the connection returned last, where psycopg's hands out the one
     idle longest. A lone busy worker beside idle ones then keeps one warm connection and server
     process instead of taking each of them in turn: in turn, its claim cycles ran 0.7-0.9x as
@@ -94,12 +96,12 @@ class Database:
             ) from error
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection]:
+    def transaction(self) -> Iterator[PooledConnection]:
         """A connection inside one transaction: committed on success, rolled back on error."""
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
-    def connection(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+    def connection(self) -> contextlib.AbstractContextManager[PooledConnection]:
         """A connection outside any transaction: each statement on it is its own transaction,
         sent in a single round trip. For statements that need not commit together. Inside
         `pinned`, the thread's own connection."""
@@ -114,7 +116,20 @@ class Database:
         the outermost one's connection."""
         return _Pinned(self._pool, self._pinned)
 
-    def one(self, statement: Query, params: Params | None = None, *, positional: bool = False):
+    @overload
+    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
+            positional: Literal[False] = False) -> DictRow | None: ...
+
+    @overload
+    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
+            positional: Literal[True]) -> TupleRow | None: ...
+
+    @overload
+    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
+            positional: bool) -> DictRow | TupleRow | None: ...
+
+    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
+            positional: bool = False) -> DictRow | TupleRow | None:
         """Run one statement as its own transaction (a single round trip); its first row, a dict,
         or with `positional` a tuple in the statement's column order: cheaper to make, for the
         claim cycle's statements whose few columns the caller unpacks."""
@@ -170,7 +185,8 @@ class Database:
         """Whether the database answers; `timeout` bounds the wait for a pooled connection."""
         try:
             with self._pool.connection(timeout=timeout) as conn:
-                return conn.execute(query("ping")).fetchone()["ok"] == 1
+                row = conn.execute(query("ping")).fetchone()
+                return row is not None and row["ok"] == 1
         except (psycopg.Error, PoolTimeout):
             return False
 
@@ -179,7 +195,7 @@ class _Pinned:
     """`Database.pinned`'s block: a class rather than a generator, which costs a claim cycle
     more to enter and leave."""
 
-    def __init__(self, pool: ConnectionPool, pinned: threading.local):
+    def __init__(self, pool: ConnectionPool[PooledConnection], pinned: threading.local):
         self._pool, self._state, self._outermost = pool, pinned, False
 
     def __enter__(self) -> None:

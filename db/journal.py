@@ -3,25 +3,30 @@ the log's context for a record and a claim, and the refusal a stale holder's wri
 in both the journal and the log (P3)."""
 from __future__ import annotations
 
-import psycopg
+from typing import TYPE_CHECKING
+
 from loguru import logger
 
 from db.queries import query
+from db.rows import DictConnection
 from domain.claims import Claim
 
+if TYPE_CHECKING:
+    from loguru import Logger
 
-def record_log(record_id: int, stage: str, event: str):
+
+def record_log(record_id: int, stage: str, event: str) -> Logger:
     """The logger for a line about one record: it carries the record's id, stage and event."""
     return logger.bind(record_id=record_id, stage=stage, event=event)
 
 
-def claim_log(claim: Claim, event: str):
+def claim_log(claim: Claim, event: str) -> Logger:
     """The logger for a line about one claim's record: its id, its step's stage, the event and the
     step."""
     return record_log(claim.record_id, claim.step.source, event).bind(step=claim.step.value)
 
 
-def refuse(conn: psycopg.Connection, claim: Claim, write: str) -> None:
+def refuse(conn: DictConnection, claim: Claim, write: str) -> None:
     """A holder's write that took no effect, its claim having moved on: journaled as
     `save_refused`, and a warning in the log."""
     conn.execute(query("journal_refusal"), {"id": claim.record_id, "step": claim.step.value, "token": claim.token,

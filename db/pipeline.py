@@ -12,15 +12,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-import psycopg
 from loguru import logger
 from psycopg import sql
+from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from db.blobs import discard_blob
 from db.database import Database
 from db.journal import claim_log, record_log, refuse
 from db.queries import assignments, compose, query, text
+from db.rows import DictConnection
 from domain import holders
 from domain.claims import NO_WORK, CheckpointRefused, Claim, HaltReason, NoWork
 from domain.policy import StepPolicy
@@ -74,12 +75,12 @@ class Pipeline:
                 if self._halt(conn, claim, *halt_cause, add_failures=0):
                     _log_halt(claim, *halt_cause)
 
-    def read_for_step(self, claim: Claim) -> dict | None:
+    def read_for_step(self, claim: Claim) -> DictRow | None:
         """The step's ordinary read of the record's columns, whatever columns there are (INV-2),
         with its step row's `failures` and `checkpoint_seconds`; None once the record is gone."""
         return self.db.one(text("read_for_step"), {"id": claim.record_id, "step": claim.step.value})
 
-    def read_record(self, record_id: int) -> dict | None:
+    def read_record(self, record_id: int) -> DictRow | None:
         """A record's columns with those of the step its stage waits for (claim, guards, halt,
         checkpoint; None once done)."""
         return self.db.one(text("read_record"), {"id": record_id})
@@ -165,7 +166,7 @@ class Pipeline:
                                               claim.record_id, claim.step)
         return released
 
-    def claims_held_on_machine(self, machine: str) -> list[dict]:
+    def claims_held_on_machine(self, machine: str) -> list[DictRow]:
         """The standing claims whose holders' names begin with `machine` (domain.holders):
         record_id, step, claim_token, claim_holder."""
         with self.db.connection() as conn:
@@ -193,16 +194,18 @@ class Pipeline:
             row = conn.execute(statement, params).fetchone()
         if row is None:
             return None
-        record_log(record_id, row["stage"], "resumed").bind(step=row["step"]).info(
-            "record {} resumed by a human at stage {} ({})", record_id, row["stage"], row["step"])
-        return row["stage"]
+        stage: str = row["stage"]
+        record_log(record_id, stage, "resumed").bind(step=row["step"]).info(
+            "record {} resumed by a human at stage {} ({})", record_id, stage, row["step"])
+        return stage
 
     def stage_of(self, record_id: int) -> str | None:
         with self.db.connection() as conn:
             row = conn.execute(query("stage_of"), {"id": record_id}).fetchone()
-        return row["stage"] if row else None
+        stage: str | None = row["stage"] if row else None
+        return stage
 
-    def _write(self, claim: Claim, write: str, statement: sql.SQL | bytes, **params: object) -> dict | None:
+    def _write(self, claim: Claim, write: str, statement: sql.SQL | bytes, **params: object) -> DictRow | None:
         """One fenced write of the holder: its row, or None when refused (journaled)."""
         with self.db.connection() as conn:
             row = conn.execute(statement, {**_claim_params(claim), **params}).fetchone()
@@ -211,7 +214,7 @@ class Pipeline:
         return row
 
     @staticmethod
-    def _halt(conn: psycopg.Connection, claim: Claim, reason: HaltReason, error: str, *, add_failures: int) -> bool:
+    def _halt(conn: DictConnection, claim: Claim, reason: HaltReason, error: str, *, add_failures: int) -> bool:
         row = conn.execute(query("halt"), {**_claim_params(claim), "reason": reason.value, "error": error,
                                            "add_failures": add_failures}).fetchone()
         return row is not None

@@ -10,9 +10,9 @@ parameters.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from functools import cache
 from pathlib import Path
-from typing import Collection, Iterable
 
 from psycopg import sql
 

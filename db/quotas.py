@@ -7,28 +7,38 @@ row locked, so that two uploads racing at the limit cannot both pass.
 """
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass
 
-import psycopg
 from loguru import logger
+from psycopg.rows import DictRow
 
 from db.blobs import CHUNK_BYTES, DELETE_BATCH_CHUNKS, discard_blob
 from db.database import Database
 from db.journal import record_log
 from db.queries import query
+from db.rows import DictConnection, only_row
 from domain.errors import TranscriberError
 from domain.quotas import OverQuota, Quota, Usage, over_quota
 
 # records expired per statement: one short transaction each
 EXPIRY_BATCH = 500
-_KEEP = object()
+
+
+class _Keep(enum.Enum):
+    """A limit left out of `set_quota`: unchanged (None sets no limit)."""
+
+    KEEP = enum.auto()
+
+
+_KEEP = _Keep.KEEP
 
 
 class QuotaExceeded(TranscriberError, code="quota_exceeded"):
     """The upload would pass one of its owner's limits; nothing was stored."""
 
-    def __init__(self, over: OverQuota):
+    def __init__(self, over: OverQuota) -> None:
         super().__init__(over.message())
         self.over = over
 
@@ -41,8 +51,8 @@ class ExpiryPass:
     more: bool
 
 
-def _judge(row: dict | None, used: dict | None, adding_seconds: float | None, adding_bytes: int) -> None:
-    if row is None:
+def _judge(row: DictRow | None, used: DictRow | None, adding_seconds: float | None, adding_bytes: int) -> None:
+    if row is None or used is None:  # no such owner (any more)
         return
     quota = Quota(row["quota_seconds"], row["quota_bytes"])
     if quota.seconds is None and quota.bytes is None:
@@ -53,7 +63,7 @@ def _judge(row: dict | None, used: dict | None, adding_seconds: float | None, ad
         raise QuotaExceeded(over)
 
 
-def hold_quota(conn: psycopg.Connection, owner_id: int, adding_seconds: float | None, adding_bytes: int) -> None:
+def hold_quota(conn: DictConnection, owner_id: int, adding_seconds: float | None, adding_bytes: int) -> None:
     """Inside the accepting transaction: lock the owner's intake and refuse (QuotaExceeded) an
     upload that would pass a limit, its use summed after the lock with a fresh snapshot."""
     row = conn.execute(query("hold_owner_quota"), {"owner_id": owner_id}).fetchone()
@@ -63,12 +73,20 @@ def hold_quota(conn: psycopg.Connection, owner_id: int, adding_seconds: float | 
     _judge(row, used, adding_seconds, adding_bytes)
 
 
+def check_quota(db: Database, owner_id: int, adding_seconds: float | None, adding_bytes: int) -> None:
+    """The early weighing, before anything is stored (QuotaExceeded); not a guarantee."""
+    with db.connection() as conn:
+        used = conn.execute(query("owner_usage"), {"owner_id": owner_id, "always": False}).fetchone()
+    _judge(used, used, adding_seconds, adding_bytes)
+
+
 class Quotas:
     """Quotas, use and retention; a part of `db.store.Store`."""
 
     db: Database
 
-    def set_quota(self, name: str, *, seconds=_KEEP, size_bytes=_KEEP) -> bool:
+    def set_quota(self, name: str, *, seconds: float | _Keep | None = _KEEP,
+                  size_bytes: int | _Keep | None = _KEEP) -> bool:
         """Set the owner's limits (None: no limit; left out: unchanged); False: no such owner."""
         with self.db.transaction() as conn:
             row = conn.execute(query("set_quota"), {
@@ -79,21 +97,19 @@ class Quotas:
             logger.info("owner {} quota changed", name)
         return row is not None
 
-    def owner_usage(self, owner_id: int) -> dict | None:
+    def owner_usage(self, owner_id: int) -> DictRow | None:
         """The owner's limits and use: quota_seconds, quota_bytes, audio_seconds, stored_bytes."""
         with self.db.connection() as conn:
             return conn.execute(query("owner_usage"), {"owner_id": owner_id, "always": True}).fetchone()
 
     def check_quota(self, owner_id: int, adding_seconds: float | None, adding_bytes: int) -> None:
-        """The early weighing, before anything is stored (QuotaExceeded); not a guarantee."""
-        with self.db.connection() as conn:
-            used = conn.execute(query("owner_usage"), {"owner_id": owner_id, "always": False}).fetchone()
-        _judge(used, used, adding_seconds, adding_bytes)
+        """The module's `check_quota` on this store's database."""
+        check_quota(self.db, owner_id, adding_seconds, adding_bytes)
 
-    def stored_bytes(self) -> dict:
+    def stored_bytes(self) -> DictRow:
         """Audio bytes stored in all, and of them the originals (for the metrics)."""
         with self.db.connection() as conn:
-            return conn.execute(query("stored_bytes")).fetchone()
+            return only_row(conn.execute(query("stored_bytes")))
 
     def expire_audio(self, retention_seconds: float, *, budget_seconds: float | None = None,
                      batch: int | None = None) -> ExpiryPass:
@@ -106,9 +122,9 @@ class Quotas:
         expired = 0
         while True:
             with self.db.connection() as conn:
-                found = conn.execute(query("expire_audio"), {
+                found = only_row(conn.execute(query("expire_audio"), {
                     "retention_seconds": retention_seconds, "retention_days": retention_seconds / 86400,
-                    "batch": batch}).fetchone()
+                    "batch": batch}))
             for record_id in found["records"]:
                 record_log(record_id, "done", "audio_expired").info(
                     "record {}: original audio expired (retention)", record_id)
@@ -125,7 +141,7 @@ class Quotas:
         larger one on its own in bounded batches. What fails is left to the orphan sweep."""
         group: list[int] = []
         room = DELETE_BATCH_CHUNKS
-        for blob_id, size in zip(blob_ids, sizes):
+        for blob_id, size in zip(blob_ids, sizes, strict=True):
             chunks = max(1, -(-(size or 0) // CHUNK_BYTES))
             if chunks > DELETE_BATCH_CHUNKS:
                 discard_blob(self.db, blob_id)
@@ -143,5 +159,5 @@ class Quotas:
         try:
             with self.db.transaction() as conn:
                 conn.execute(query("drop_expired_blobs"), {"blob_ids": blob_ids})
-        except Exception as error:  # the sweep takes them later
+        except Exception as error:  # noqa: BLE001 - the sweep takes them later
             logger.warning("{} expired audio blob(s) left to the sweep: {}", len(blob_ids), type(error).__name__)

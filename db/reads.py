@@ -6,8 +6,11 @@ A card's columns are named once, by the `cards` view (db/schema.txt); the statem
 """
 from __future__ import annotations
 
+from psycopg.rows import DictRow
+
 from db.database import Database
 from db.queries import query
+from db.rows import only_row
 
 
 class Reads:
@@ -15,47 +18,48 @@ class Reads:
 
     db: Database
 
-    def card_row(self, record_id: int, owner_id: int | None = None) -> dict | None:
+    def card_row(self, record_id: int, owner_id: int | None = None) -> DictRow | None:
         """The card's columns of the record; of that owner's record only, unless `owner_id` is
         None (the operator's tools)."""
         with self.db.connection() as conn:
             return conn.execute(query("card"), {"id": record_id, "owner_id": owner_id}).fetchone()
 
-    def list_card_rows(self, owner_id: int, limit: int, offset: int) -> tuple[list[dict], int]:
+    def list_card_rows(self, owner_id: int, limit: int, offset: int) -> tuple[list[DictRow], int]:
         """One page of the owner's cards, newest first, and how many records the owner has."""
         with self.db.transaction() as conn:
-            rows = conn.execute(query("list_cards"), {"owner_id": owner_id, "limit": limit, "offset": offset}).fetchall()
-            total = conn.execute(query("count_records"), {"owner_id": owner_id}).fetchone()["total"]
+            rows = conn.execute(query("list_cards"),
+                                {"owner_id": owner_id, "limit": limit, "offset": offset}).fetchall()
+            total: int = only_row(conn.execute(query("count_records"), {"owner_id": owner_id}))["total"]
         return rows, total
 
-    def halted_records(self, limit: int, offset: int) -> tuple[list[dict], int]:
+    def halted_records(self, limit: int, offset: int) -> tuple[list[DictRow], int]:
         """One page of the operator's list of halted records, oldest halt first, and how many."""
         with self.db.transaction() as conn:
             rows = conn.execute(query("halted_records"), {"limit": limit, "offset": offset}).fetchall()
-            total = conn.execute(query("count_halted")).fetchone()["total"]
+            total: int = only_row(conn.execute(query("count_halted")))["total"]
         return rows, total
 
-    def transcript(self, record_id: int, owner_id: int | None = None) -> dict | None:
+    def transcript(self, record_id: int, owner_id: int | None = None) -> DictRow | None:
         """The record's stage, text and duration, and once done its timed segments in order."""
         with self.db.connection() as conn:
             return conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
 
-    def original_audio(self, record_id: int, owner_id: int) -> dict | None:
+    def original_audio(self, record_id: int, owner_id: int) -> DictRow | None:
         """The blob, size, media type and uploaded name of the owner's original recording."""
         with self.db.transaction() as conn:
             return conn.execute(query("original_audio"), {"id": record_id, "owner_id": owner_id}).fetchone()
 
-    def events(self, record_id: int) -> list[dict]:
+    def events(self, record_id: int) -> list[DictRow]:
         """The record's journal, oldest first."""
         with self.db.connection() as conn:
             return conn.execute(query("events"), {"id": record_id}).fetchall()
 
-    def status(self) -> list[dict]:
+    def status(self) -> list[DictRow]:
         """Per stage: active, halted, waiting, claimed, and the oldest eligible record's age."""
         with self.db.connection() as conn:
             return conn.execute(query("status")).fetchall()
 
-    def queue_counts(self) -> list[dict]:
+    def queue_counts(self) -> list[DictRow]:
         """Records per stage and halt reason, and how many wait out a pause (for the metrics): the
         counts the triggers keep, brought up to date first, so a scrape costs what changed since
         the last one and never a count of all records."""

@@ -3,7 +3,7 @@ for good. The statements are in `queries/records.sql`.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from loguru import logger
 
@@ -11,7 +11,8 @@ from db.blobs import discard_blob, finish_blob, write_chunks
 from db.database import Database
 from db.journal import record_log
 from db.queries import query
-from db.quotas import QuotaExceeded, hold_quota
+from db.quotas import QuotaExceeded, check_quota, hold_quota
+from db.rows import only_row
 from db.uploads import SameUpload, earlier_record, keep_key
 from domain.stages import Step
 
@@ -51,7 +52,7 @@ class Records:
         with the owner's intake locked: a new upload over a limit raises QuotaExceeded (a
         repeat answered by its earlier record costs nothing)."""
         if expected_bytes is not None:
-            self.check_quota(owner_id, declared_seconds, expected_bytes)
+            check_quota(self.db, owner_id, declared_seconds, expected_bytes)
         blob_id, chunks = write_chunks(self.db, pieces, media_type)  # ValueError when empty
         try:
             with self.db.transaction() as conn:
@@ -61,14 +62,14 @@ class Records:
                     if size is None:
                         raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
                     hold_quota(conn, owner_id, declared_seconds, size)
-                    record_id = conn.execute(
+                    record_id: int = only_row(conn.execute(
                         query("accept_record"),
                         {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
                          "size_bytes": size, "language": language, "prompt": prompt,
                          "intake_seconds": declared_seconds,
                          "content_sha256": same and same.sha256, "speakers_wanted": speakers,
                          "first_step": Step.first().value},
-                    ).fetchone()["id"]
+                    ))["id"]
                     if same is not None:
                         keep_key(conn, owner_id, same, record_id)
         except QuotaExceeded as refused:
@@ -115,6 +116,6 @@ class Records:
         for blob_id in (row["original_blob_id"], row["converted_blob_id"]):
             if blob_id is not None:
                 discard_blob(self.db, blob_id)
-        record_log(record_id, row["stage"], "deleted").info(
-            "record {} deleted for good by {} {}", record_id, role, by)
-        return row["stage"]
+        stage: str = row["stage"]
+        record_log(record_id, stage, "deleted").info("record {} deleted for good by {} {}", record_id, role, by)
+        return stage

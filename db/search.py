@@ -4,6 +4,8 @@ from __future__ import annotations
 from datetime import date
 from typing import NamedTuple
 
+from psycopg.rows import DictRow
+
 from db.database import Database
 from db.queries import query
 
@@ -23,7 +25,7 @@ class Search:
     def search(self, owner_id: int, text: str, prefix: str | None, *, limit: int, offset: int,
                stage: str | None = None, topic: str | None = None, since: date | None = None,
                until: date | None = None, speaker: str | None = None,
-               counted: int) -> tuple[list[dict], Counted]:
+               counted: int) -> tuple[list[DictRow], Counted]:
         """One page of the owner's hits, best first, and how many hits there are, counted up to
         `counted`: when more match, the count says "at least `counted`" and the page is the best
         of the first `counted` found. `text` goes to websearch_to_tsquery; `prefix` is the last

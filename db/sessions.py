@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import secrets
 
+from psycopg.rows import DictRow
+
 from db.accounts import hash_token
 from db.database import Database
 from db.queries import query
+from db.rows import only_row
 
 KINDS = ("owner", "operator")
 
@@ -33,7 +36,7 @@ class SessionRows:
                            "lifetime": lifetime_seconds})
         return (session_id, csrf) if row is not None else None
 
-    def live_session(self, session_id: str | None, kind: str, idle_seconds: float) -> dict | None:
+    def live_session(self, session_id: str | None, kind: str, idle_seconds: float) -> DictRow | None:
         """The live session of `kind` with this id: `{account_id, name, disabled, csrf}` (an
         operator is never disabled), or None."""
         if not session_id:
@@ -47,4 +50,6 @@ class SessionRows:
 
     def sweep_sessions(self, idle_seconds: float) -> int:
         """Delete every session that can never be used again; return how many."""
-        return self.db.one(query("sweep_sessions"), {"idle": idle_seconds})["swept"]
+        with self.db.connection() as conn:
+            swept: int = only_row(conn.execute(query("sweep_sessions"), {"idle": idle_seconds}))["swept"]
+        return swept

@@ -2,6 +2,7 @@
 checkpointed, saved, failed and halted by the protocol every step shares (`db.pipeline`)."""
 from __future__ import annotations
 
+from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from db.database import Database
@@ -13,7 +14,7 @@ class Speakers:
 
     db: Database
 
-    def speaker_windows(self, record_id: int, up_to: float) -> list[dict]:
+    def speaker_windows(self, record_id: int, up_to: float) -> list[DictRow]:
         """The embeddings checkpointed up to `up_to` seconds, in recording order."""
         with self.db.connection() as conn:
             return conn.execute(query("speaker_windows"), {"id": record_id, "up_to": up_to}).fetchall()

@@ -4,7 +4,8 @@ It is composed of one part per concern, each a thin layer over named queries: th
 claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), owner
 and operator accounts (`db.accounts`), browser sessions (`db.sessions`), audio blobs
 (`db.blobs`), the read side (`db.reads`), the owner's search (`db.search`), repeated uploads
-(`db.uploads`), the diarize step's reads and speaker names (`db.speakers`), and quotas and audio retention (`db.quotas`). No part builds SQL from user input.
+(`db.uploads`), the diarize step's reads and speaker names (`db.speakers`), and quotas and audio
+retention (`db.quotas`). No part builds SQL from user input.
 """
 from __future__ import annotations
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import psycopg
+from psycopg.rows import DictRow
 
 from db.database import Database
 from db.queries import query
+from db.rows import DictConnection
 from domain.errors import TranscriberError
 
 # A key is kept at least this long; the sweep deletes it after.
@@ -43,7 +44,7 @@ class SameUpload:
         return self.key is not None or self.attach_in_flight
 
 
-def earlier_record(conn: psycopg.Connection, owner_id: int, same: SameUpload, *, lock: bool) -> int | None:
+def earlier_record(conn: DictConnection, owner_id: int, same: SameUpload, *, lock: bool) -> int | None:
     """The record an earlier upload made that this one is, or None when it is a new one.
     Raises UploadKeyReused for the owner's key with other bytes. `lock` (inside a transaction)
     makes a second such upload wait for this one's transaction."""
@@ -57,13 +58,15 @@ def earlier_record(conn: psycopg.Connection, owner_id: int, same: SameUpload, *,
             return None
         if bytes(row["content_sha256"]) != same.sha256:
             raise UploadKeyReused(same.key)
-        return row["record_id"]
+        by_key: int = row["record_id"]
+        return by_key
     row = conn.execute(query("upload_in_flight"), {"owner_id": owner_id, "content_sha256": same.sha256,
                                                    "window_seconds": RETRY_WINDOW_SECONDS}).fetchone()
-    return None if row is None else row["id"]
+    in_flight: int | None = None if row is None else row["id"]
+    return in_flight
 
 
-def keep_key(conn: psycopg.Connection, owner_id: int, same: SameUpload, record_id: int) -> None:
+def keep_key(conn: DictConnection, owner_id: int, same: SameUpload, record_id: int) -> None:
     """Remember the owner's key for the record just made, in the same transaction."""
     if same.key is not None:
         conn.execute(query("keep_upload_key"), {"owner_id": owner_id, "key": same.key,
@@ -82,7 +85,7 @@ class UploadKeys:
             return earlier_record(conn, owner_id, same, lock=False)
 
     def unfinished_uploads(self, owner_id: int, sha256: bytes, *, prompt: str | None, speakers: str,
-                           language: str | None) -> list[dict]:
+                           language: str | None) -> list[DictRow]:
         """The owner's records of these bytes that an earlier run left unfinished, asked for
         alike, the oldest first: record_id, step, claim_token, claim_holder and whether a claim holds it
         (see the query `upload_unfinished`)."""

@@ -17,9 +17,11 @@ wake-up for every step is reported, because notifications sent meanwhile were no
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from loguru import logger
@@ -30,7 +32,7 @@ from domain.redact import redact_url
 
 RETRY_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 # the operating system notices a silently dropped connection within about a minute
-KEEPALIVES = dict(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
+KEEPALIVES: dict[str, Any] = dict(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
 # how often a standing-by listener tries to become the forwarder: each try is one small
 # transaction, so P processes cost (P-1)/TAKEOVER_SECONDS of them a second while idle; the tick
 # covers the wake-ups of the seconds before a takeover. (Waiting in pg_advisory_lock instead
@@ -82,7 +84,7 @@ class Listener:
         if self._conn is None:
             return self._connect(timeout)
         if not self.forwarding:
-            return self._stand_by(timeout)
+            return self._stand_by(self._conn, timeout)
         try:
             found = [parse(n.payload) for n in self._conn.notifies(timeout=timeout, stop_after=1)]
             # whatever else already arrived, without waiting again
@@ -113,9 +115,9 @@ class Listener:
             logger.info("wake-up listener reconnected")
         self._conn, self._failures, self.backend_pid = conn, 0, conn.info.backend_pid
         self._next_try = 0.0
-        return self._stand_by(0.0)
+        return self._stand_by(conn, 0.0)
 
-    def _stand_by(self, timeout: float) -> list[Wakeup]:
+    def _stand_by(self, conn: psycopg.Connection, timeout: float) -> list[Wakeup]:
         """Try to become the forwarder (at most once a TAKEOVER_SECONDS); on success LISTEN and
         report every stage, since nothing was heard before; else wait out `timeout`."""
         now = time.monotonic()
@@ -124,10 +126,11 @@ class Listener:
             return []
         self._next_try = now + TAKEOVER_SECONDS
         try:
-            if self.group is not None and \
-                    not self._conn.execute(query("take_wakeup_forwarding"), {"group": self.group}).fetchone()[0]:
-                return []
-            self._conn.execute(query("listen_wakeups"))
+            if self.group is not None:
+                taken = conn.execute(query("take_wakeup_forwarding"), {"group": self.group}).fetchone()
+                if not (taken and taken[0]):
+                    return []
+            conn.execute(query("listen_wakeups"))
         except psycopg.Error as error:
             logger.warning("wake-up listener lost its database connection ({}); reconnecting, "
                            "the tick still runs", type(error).__name__)
@@ -146,7 +149,5 @@ class Listener:
         if self._conn is not None:
             conn, self._conn, self.backend_pid = self._conn, None, None
             self.forwarding = False  # the lock goes with the connection
-            try:
+            with contextlib.suppress(psycopg.Error):
                 conn.close()
-            except psycopg.Error:
-                pass

@@ -1,14 +1,16 @@
 """The record card: what an owner (and the operator) sees of a record."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
-def links(record_id: int) -> dict:
+def links(record_id: int) -> dict[str, str]:
     """The addresses of a record's card and of its text in each format."""
     return {
         "self": f"/records/{record_id}",
@@ -19,10 +21,10 @@ def links(record_id: int) -> dict:
     }
 
 
-def card(row: dict, now: datetime | None = None) -> dict:
+def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
     """The card of a record from the `cards` view: stage, halt flag with reason, attempts, pause
     (the claim, guards and halt of the step its stage waits for)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     retry_after = row["retry_after"]
     waiting = retry_after is not None and retry_after > now and row["halted_at"] is None
     halt = None
@@ -62,7 +64,7 @@ def card(row: dict, now: datetime | None = None) -> dict:
     }
 
 
-def speakers(row: dict) -> dict:
+def speakers(row: Mapping[str, Any]) -> dict[str, Any]:
     """Where who-spoke-when stands: pending (asked for, not found yet), done, halted (the text is
     served without speakers; reason and error say why) or off (not asked for, or the service
     does not diarize). `asked`: auto, off or a number; `names`: the owner's."""

@@ -14,7 +14,7 @@ class TranscriberError(Exception):
 
     code: str = "transcriber_error"
 
-    def __init_subclass__(cls, *, code: str | None = None, **kwargs):
+    def __init_subclass__(cls, *, code: str | None = None, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if code is not None:
             cls.code = code

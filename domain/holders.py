@@ -61,7 +61,7 @@ def gone(holder: str | None) -> bool:
     elsewhere: not gone."""
     if not holder:
         return False
-    host, boot, pid, started = (holder.split("/") + ["", "", "", ""])[:4]
+    host, boot, pid, started = [*holder.split("/"), "", "", "", ""][:4]
     if not (boot and started and pid.isdigit()) or host != socket.gethostname() or boot != _boot():
         return False
     found = process(int(pid))

@@ -12,9 +12,10 @@ saved).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable, Protocol
+from typing import Any, Protocol, TypedDict
 
 from domain.claims import HaltReason
 from domain.policy import MAX_PAUSE_SECONDS
@@ -28,6 +29,9 @@ ORPHAN_GRACE_SECONDS = 3600
 # lease running further out was never taken by a claim, and would keep its record out of reach.
 LONGEST_LEASE_SECONDS = 24 * 3600.0
 HALT_REASONS = frozenset(reason.value for reason in HaltReason)
+
+# a row the checker reads, by column name
+Row = Mapping[str, Any]
 
 
 class State(enum.StrEnum):
@@ -61,12 +65,12 @@ class Report:
     def sound(self) -> bool:
         return not self.violations
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"ok": self.sound, "records": sum(self.counts.values()), "states": self.counts,
                 "violations": [asdict(v) for v in self.violations]}
 
 
-def judge_record(row: dict, now: datetime) -> tuple[State | None, list[Violation]]:
+def judge_record(row: Row, now: datetime) -> tuple[State | None, list[Violation]]:
     """The INV-1 state of one record and whatever it breaks. `row` holds the record's stage, the
     columns of its stage's step row (`step` None: it has none), `steps_out_of_stage`, `has_text`,
     `keeps_converted_audio` and `halt_journaled`."""
@@ -102,7 +106,7 @@ def judge_record(row: dict, now: datetime) -> tuple[State | None, list[Violation
     return State.ELIGIBLE, found
 
 
-def _step_violations(row: dict, now: datetime) -> list[Violation]:
+def _step_violations(row: Row, now: datetime) -> list[Violation]:
     """What the record's step row breaks: a claim held by halves, a lease or a pause no claim or
     failure gives, a halt with no known reason or not in the journal."""
     found: list[Violation] = []
@@ -130,24 +134,24 @@ def _step_violations(row: dict, now: datetime) -> list[Violation]:
     return found
 
 
-def orphan_violation(blob: dict, grace_seconds: float) -> Violation:
+def orphan_violation(blob: Row, grace_seconds: float) -> Violation:
     return Violation("orphaned_audio", f"audio ({blob['size_bytes']} bytes, stored {blob['created_at'].isoformat()}) "
                      f"that no record points at, older than the sweep's grace of {grace_seconds:g}s",
                      blob=blob["id"])
 
 
-def incomplete_audio_violation(row: dict) -> Violation:
+def incomplete_audio_violation(row: Row) -> Violation:
     return Violation("points_at_incomplete_audio", f"points at audio blob {row['blob_id']}, which was never "
                      "marked complete (a blob is usable only once complete)", record=row["record_id"])
 
 
-def windows_violation(row: dict) -> Violation:
+def windows_violation(row: Row) -> Violation:
     return Violation("windows_out_of_line", f"its recognised windows do not run end to end from 0 to "
                      f"{row['recognized_seconds']:g}s ({row['breaks']} break(s), the last ending at "
                      f"{row['last_end'] or 0:g}s)", record=row["record_id"])
 
 
-def saved_twice_violation(row: dict) -> Violation:
+def saved_twice_violation(row: Row) -> Violation:
     if row["kind"] == "speakers_saved":
         return Violation("speakers_saved_twice", f"its speakers were saved {row['times']} times",
                          record=row["record_id"])
@@ -155,18 +159,28 @@ def saved_twice_violation(row: dict) -> Violation:
                      record=row["record_id"])
 
 
+class Snapshot(TypedDict):
+    """What the checker reads besides the records, from the same snapshot as they are."""
+
+    now: datetime
+    orphan_blobs: Sequence[Row]
+    incomplete_audio: Sequence[Row]
+    windows: Sequence[Row]
+    saved_twice: Sequence[Row]
+
+
 class FactSource(Protocol):
     """What the checker reads (db.check.Facts): each record through `on_record(row, now)`, then
-    {"orphan_blobs", "incomplete_audio", "windows", "saved_twice"} (lists), all from one snapshot."""
+    the blobs, windows and saves of the `Snapshot`, all from one snapshot."""
 
-    def read(self, grace_seconds: float, on_record: Callable[[dict, datetime], None]) -> dict: ...
+    def read(self, grace_seconds: float, on_record: Callable[[Row, datetime], None]) -> Snapshot: ...
 
 
 def check(facts: FactSource, grace_seconds: float = ORPHAN_GRACE_SECONDS) -> Report:
     """Judge the whole database: every record, every blob, the journal's advances."""
     report = Report()
 
-    def on_record(row: dict, now: datetime) -> None:
+    def on_record(row: Row, now: datetime) -> None:
         state, found = judge_record(row, now)
         if state is not None:
             report.counts[state.value] += 1

@@ -22,7 +22,8 @@ class StepPolicy:
 
     def pause_after(self, failures: int) -> float:
         """The retry pause after the `failures`-th failure: it doubles with every failure."""
-        return min(self.backoff_seconds * 2 ** max(failures - 1, 0), MAX_PAUSE_SECONDS)
+        doubling: int = 2 ** max(failures - 1, 0)
+        return min(self.backoff_seconds * doubling, MAX_PAUSE_SECONDS)
 
     def exhausted(self, failures: int) -> bool:
         return failures >= self.max_attempts

@@ -8,7 +8,9 @@ only while a record is recognised, and not counted).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 HOUR = 3600.0
 MB = 1024 * 1024
@@ -44,10 +46,11 @@ class OverQuota:
             adding = "" if self.adding is None else f" + {self.adding / HOUR:.2f} h in this file"
             return (f"quota exceeded: audio hours {self.used / HOUR:.2f} h used{adding}, over the limit of "
                     f"{round(self.limit / HOUR, 4):g} h")
-        return (f"quota exceeded: storage {self.used / MB:.2f} MB used + {self.adding / MB:.2f} MB in this file, "
+        adding_bytes = self.adding or 0  # a storage refusal always knows its file's size
+        return (f"quota exceeded: storage {self.used / MB:.2f} MB used + {adding_bytes / MB:.2f} MB in this file, "
                 f"over the limit of {round(self.limit / MB, 4):g} MB")
 
-    def details(self) -> dict:
+    def details(self) -> dict[str, Any]:
         """The same as numbers, in the units the quota is set in (hours, MB)."""
         unit = HOUR if self.kind == "hours" else MB
         return {"quota": self.kind, "limit": round(self.limit / unit, 6), "used": round(self.used / unit, 6),
@@ -60,15 +63,25 @@ def over_quota(quota: Quota, used: Usage, adding_seconds: float | None, adding_b
     `adding_bytes` would pass, or None when it fits. A file of undeclared length is refused on
     hours only once the limit is reached already."""
     if quota.seconds is not None:
-        after = used.audio_seconds + (adding_seconds or 0.0)
-        if after > quota.seconds or (adding_seconds is None and used.audio_seconds >= quota.seconds):
-            return OverQuota("hours", quota.seconds, used.audio_seconds, adding_seconds)
-    if quota.bytes is not None and used.stored_bytes + adding_bytes > quota.bytes:
-        return OverQuota("storage", quota.bytes, used.stored_bytes, adding_bytes)
+        used_seconds = _summed(used.audio_seconds, "audio hours")
+        after = used_seconds + (adding_seconds or 0.0)
+        if after > quota.seconds or (adding_seconds is None and used_seconds >= quota.seconds):
+            return OverQuota("hours", quota.seconds, used_seconds, adding_seconds)
+    if quota.bytes is not None:
+        used_bytes = _summed(used.stored_bytes, "stored bytes")
+        if used_bytes + adding_bytes > quota.bytes:
+            return OverQuota("storage", quota.bytes, used_bytes, adding_bytes)
     return None
 
 
-def usage_view(row: dict) -> dict:
+def _summed(figure: float | None, kind: str) -> float:
+    """A figure of the usage whose limit is set: the usage sums every figure that has a limit."""
+    if figure is None:
+        raise ValueError(f"the {kind} have a limit but were not summed")
+    return figure
+
+
+def usage_view(row: Mapping[str, Any]) -> dict[str, Any]:
     """An owner's use and limits as an owner and the service owner see them (hours, bytes, MB)."""
     return {
         "audio_hours": round(float(row["audio_seconds"]) / HOUR, 4),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from domain.errors import TranscriberError
 
@@ -63,7 +64,7 @@ def parse(raw: str) -> SearchQuery:
     return SearchQuery(text, word.lower())
 
 
-def said_at(snippet: str, words: list[dict] | None, start: float | None) -> float | None:
+def said_at(snippet: str, words: list[dict[str, Any]] | None, start: float | None) -> float | None:
     """When the hit's first matched word was said: the start of the earliest of the segment's
     timed `words` that holds a word the snippet marks (compared in lower case, ё as е, as the
     text is indexed), so a hit in a long segment plays from its word, not from the segment's

@@ -209,7 +209,8 @@ def weights_to_half(path: Path) -> None:
     for initializer in list(graph.initializer):
         if initializer.data_type != TensorProto.FLOAT or np.prod(initializer.dims) < 16:
             continue
-        half = numpy_helper.from_array(numpy_helper.to_array(initializer).astype(np.float16), initializer.name + "_fp16")
+        halved = numpy_helper.to_array(initializer).astype(np.float16)
+        half = numpy_helper.from_array(halved, initializer.name + "_fp16")
         graph.initializer.remove(initializer)
         graph.initializer.append(half)
         casts.append(helper.make_node("Cast", [half.name], [initializer.name], to=TensorProto.FLOAT))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transcriber.cli import main  # noqa: E402
+from transcriber.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["resume", *sys.argv[1:]]))

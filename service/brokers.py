@@ -76,10 +76,18 @@ def connect(broker: dramatiq.Broker, url: str | None) -> None:
     scheme = urlsplit(url).scheme
     try:
         if scheme in ("redis", "rediss"):
+            from dramatiq.brokers.redis import RedisBroker
+
+            if not isinstance(broker, RedisBroker):
+                raise TypeError(f"a {scheme} URL needs a Redis broker, not {type(broker).__name__}")
             broker.client.ping()
         else:
+            from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+            if not isinstance(broker, RabbitmqBroker):
+                raise TypeError(f"a {scheme} URL needs a RabbitMQ broker, not {type(broker).__name__}")
             with _quiet("pika"):
                 if not broker.connection.is_open:  # opens it now, within the bounded wait
                     raise ConnectionError("connection did not open")
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - whatever the broker's client raises, it is unreachable
         raise BrokerUnavailable(f"broker unreachable at {redact_url(url)}: {describe(error)}") from None

@@ -57,12 +57,12 @@ def storable(value: str) -> str:
     return value
 
 
-def Text(max_length: int):  # noqa: N802 - a type, spelled like one where it is used
-    """A string of at most `max_length` characters that the database can store as text."""
-    return Annotated[str, Field(max_length=max_length), AfterValidator(storable)]
-
-
-Title = Text(MAX_TITLE)
+# Strings of at most so many characters that the database can store as text.
+Title = Annotated[str, Field(max_length=MAX_TITLE), AfterValidator(storable)]
+Summary = Annotated[str, Field(max_length=MAX_SUMMARY), AfterValidator(storable)]
+Topic = Annotated[str, Field(max_length=MAX_TOPIC), AfterValidator(storable)]
+SpeakerName = Annotated[str, Field(max_length=MAX_SPEAKER_NAME), AfterValidator(storable)]
+SpeakerLabel = Annotated[str, Field(pattern=r"^S[1-9][0-9]?$")]
 
 
 class Edit(BaseModel):
@@ -70,11 +70,10 @@ class Edit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     title: Title | None = None
-    summary: Text(MAX_SUMMARY) | None = None
-    topics: list[Text(MAX_TOPIC)] | None = Field(default=None, max_length=MAX_TOPICS)
+    summary: Summary | None = None
+    topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
     # names for speaker labels ({"S1": "Alice"}; "" or null takes a name away)
-    speakers: dict[Annotated[str, Field(pattern=r"^S[1-9][0-9]?$")], Text(MAX_SPEAKER_NAME) | None] | None = \
-        Field(default=None, max_length=99)
+    speakers: dict[SpeakerLabel, SpeakerName | None] | None = Field(default=None, max_length=99)
 
 
 def speakers_wanted(raw: str | int | None) -> str:

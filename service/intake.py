@@ -8,8 +8,10 @@ decided by the web layer alone (`web.errors`)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator
+from types import MappingProxyType
+from typing import Any
 
 from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
@@ -25,7 +27,7 @@ READ_BYTES = 1 << 20
 class IntakeError(TranscriberError, code="bad_input"):
     """The input cannot be accepted; nothing was stored."""
 
-    details: dict = {}  # fields a JSON answer adds beside the message
+    details: Mapping[str, Any] = MappingProxyType({})  # fields a JSON answer adds beside the message
 
 
 class EmptyFile(IntakeError, code="empty_file"):

@@ -38,7 +38,8 @@ def configure(*, level: str = "INFO", json_path: Path | None = None, stderr: boo
         except OSError as error:
             from service.config import ConfigError
 
-            raise ConfigError("TRANSCRIBER_LOG_JSON", f"cannot write the log at {json_path}: {error.strerror}") from None
+            problem = f"cannot write the log at {json_path}: {error.strerror}"
+            raise ConfigError("TRANSCRIBER_LOG_JSON", problem) from None
 
 
 def configure_once(**options) -> None:

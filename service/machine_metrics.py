@@ -48,10 +48,10 @@ def _started(pid: int) -> str:
 
 def _siblings(parent: int) -> list[int]:
     """The other live children of `parent` (the run's main process): its worker processes."""
-    parent, me = str(parent), os.getpid()
+    parent_pid, me = str(parent), os.getpid()
     return [int(entry.name) for entry in Path("/proc").iterdir()
             if entry.name.isdigit() and int(entry.name) != me
-            and (fields := _stat(int(entry.name))) and fields[1] == parent and fields[0] != "Z"]
+            and (fields := _stat(int(entry.name))) and fields[1] == parent_pid and fields[0] != "Z"]
 
 
 def run_directory(main_pid: int | None = None) -> Path:

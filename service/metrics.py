@@ -10,7 +10,8 @@ cannot reach its file (the run stopping) is dropped with a warning: metrics neve
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from loguru import logger
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
@@ -83,7 +84,7 @@ class QueueCollector:
                                    labels=["stage", "reason"])
         try:
             rows = self.store.queue_counts()
-        except Exception as error:  # a scrape while the database is away: the process counters still go out
+        except Exception as error:  # noqa: BLE001 - database away: the process counters still go out
             logger.warning("metrics: the queue counts could not be read ({})", type(error).__name__)
             return
         for row in rows:
@@ -95,7 +96,7 @@ class QueueCollector:
         yield from (records, waiting, halted)
         try:
             stored = self.store.stored_bytes()
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - as above: the process counters still go out
             logger.warning("metrics: the stored bytes could not be read ({})", type(error).__name__)
             return
         total = GaugeMetricFamily("transcriber_stored_bytes",

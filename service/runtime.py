@@ -16,7 +16,7 @@ def open_database(settings: Settings, *, max_size: int = 10, migrate: bool = Tru
     if settings.database_url is None:
         try:
             url = embedded_url(settings.home)
-        except Exception as error:  # whatever stops the embedded server, say it in one line
+        except Exception as error:  # noqa: BLE001 - whatever stops the embedded server, say it in one line
             raise DatabaseUnavailable(
                 f"the embedded database under {settings.home} (TRANSCRIBER_HOME) could not start: "
                 f"{type(error).__name__}: {error}") from None

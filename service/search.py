@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import date
 
 from db import Store
-from domain.card import links
 from db.search import Counted
+from domain.card import links
 from domain.search import MAX_COUNTED, QueryProblem, parse, said_at
 
 __all__ = ["Counted", "QueryProblem", "hits"]

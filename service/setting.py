@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from domain.errors import TranscriberError
 
@@ -108,7 +109,8 @@ class Setting:
             raise ConfigError(self.variable, str(error)) from None
 
     def markdown_row(self) -> str:
-        default = "unset" if self.default is None else f"`{self.default}`{_readable_duration(self)}"
+        default = "unset" if self.default is None else \
+            f"`{self.default}`{_readable_duration(self.variable, self.default)}"
         meaning = f"{self.meaning} ({self.kind.allowed})" if self.kind.allowed else self.meaning
         return f"| `{self.variable}` | {default} | {meaning.replace('|', '&#124;')} |"
 
@@ -122,11 +124,11 @@ def markdown_table(settings: tuple[Setting, ...]) -> str:
 _UNITS = ((24 * 3600, "day", "days"), (3600, "h", "h"), (60, "min", "min"))
 
 
-def _readable_duration(setting: Setting) -> str:
+def _readable_duration(variable: str, default: str) -> str:
     """` (4 h)` after a default of 14400 seconds: a minute or more in whole days, hours or minutes."""
-    if not setting.variable.endswith("_SECONDS"):
+    if not variable.endswith("_SECONDS"):
         return ""
-    seconds = float(setting.default)
+    seconds = float(default)
     for size, one, many in _UNITS:
         if seconds >= size and seconds % size == 0:
             count = int(seconds // size)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from db.accounts import DuplicateOperator, DuplicateOwner
 from domain.owners import InvalidOwnerName, check_name, state
@@ -82,7 +83,7 @@ def cmd_owner_quota(args, settings) -> int:
     if args.none and (args.hours is not None or args.storage_mb is not None):
         raise UserError("--none clears both limits; give it alone, or give --hours/--storage-mb")
     store = open_store(settings)
-    changes = {}
+    changes: dict[str, Any] = {}
     if args.none:
         changes = {"seconds": None, "size_bytes": None}
     if args.hours is not None:
@@ -94,7 +95,10 @@ def cmd_owner_quota(args, settings) -> int:
     found = store.owner_by_name(args.name)
     if found is None:
         raise _no_owner(args.name)
-    use = usage_view(store.owner_usage(found["id"]))
+    usage = store.owner_usage(found["id"])
+    if usage is None:  # deleted meanwhile
+        raise _no_owner(args.name)
+    use = usage_view(usage)
     print(f"owner {args.name}: quota {_limits(use['quota'])}; uses {use['audio_hours']:.2f} h of audio, "
           f"{use['stored_bytes'] / MB:.2f} MB stored")
     return 0

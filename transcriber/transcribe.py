@@ -9,12 +9,14 @@ record from its last checkpoint instead of starting over (`continue_unfinished` 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from audio.formats import render_record
 from db import Store
@@ -24,8 +26,9 @@ from domain.owners import check_name
 from service.config import Settings
 from service.inputs import source_name
 from service.intake import IntakeError, accept_from_command_line
-from transcriber.local import LocalPipeline
 from service.runtime import check_engine, open_store
+from transcriber.console import UserError
+from transcriber.local import LocalPipeline
 
 POLL_SECONDS = 0.25
 
@@ -33,10 +36,8 @@ POLL_SECONDS = 0.25
 def _ensure_owner(store: Store, name: str) -> None:
     check_name(name)
     if store.owner_by_name(name) is None:
-        try:
+        with contextlib.suppress(DuplicateOwner):  # another process added it meanwhile
             store.add_owner(name)  # its token is not needed here: `owner add` makes one to use
-        except DuplicateOwner:
-            pass
 
 
 def _describe(c: dict) -> str:
@@ -71,6 +72,13 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupt)
 
 
+def _still_there(row: dict[str, Any] | None, record_id: int) -> dict[str, Any]:
+    """A record of this run, read again: gone only if someone deleted it meanwhile."""
+    if row is None:
+        raise UserError(f"record {record_id} was deleted while this run transcribed it")
+    return row
+
+
 def _finished(c: dict) -> bool:
     """Nothing more will come for this record in this run: halted, or done with its speakers
     found, halted or not wanted (a record is done before its speakers are)."""
@@ -103,7 +111,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
     with LocalPipeline(store, settings):
         while True:
             for record_id, path in records.items():
-                cards[record_id] = card(store.card_row(record_id))
+                cards[record_id] = card(_still_there(store.card_row(record_id), record_id))
                 line = _describe(cards[record_id])
                 if shown.get(record_id) != line:
                     shown[record_id] = line
@@ -119,8 +127,7 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
             print(f"{path.name}: halted (record {record_id}): {c['halt']['reason']}: {c['halt']['error']}",
                   file=sys.stderr)
             continue
-        row = store.transcript(record_id)
-        body = render_record(fmt, row)
+        body = render_record(fmt, _still_there(store.transcript(record_id), record_id))
         if len(paths) > 1 and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":

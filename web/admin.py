@@ -4,9 +4,10 @@ quotas, halted records, a record's journal, and Resume through the same domain a
 `transcriber resume`. Owners' names and record metadata only — never a transcript, a segment or
 audio."""
 
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
@@ -69,7 +70,7 @@ def _add_overview(routes: APIRouter, store: Store, operator: Callable[..., dict]
         out a pause, halted, and the age of the oldest eligible one; plus totals."""
         stages = [{k: _json_value(v) for k, v in row.items()} for row in store.status()]
         totals = {key: sum(row[key] for row in stages) for key in ("active", "claimed", "waiting", "halted")}
-        return {"stages": stages, "totals": totals, "at": datetime.now(timezone.utc).isoformat()}
+        return {"stages": stages, "totals": totals, "at": datetime.now(UTC).isoformat()}
 
     @routes.get("/halted")
     def halted(who: Operator, limit: int = Query(default=50, ge=1, le=200),

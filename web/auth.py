@@ -4,7 +4,7 @@ browser session that acts for the account while its token is unchanged (`web.ses
 session, checked against the database, in the request's state). An operator's token is never an
 owner's, nor the reverse, and neither is a session of one kind."""
 
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import Request
 

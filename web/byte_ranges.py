@@ -3,7 +3,7 @@ header asks for, and that part of a stream of pieces. Plain functions of the hea
 size, so the rules are tested without a server."""
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from domain.errors import TranscriberError
 

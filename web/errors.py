@@ -13,8 +13,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from domain.errors import TranscriberError
 from domain.resume import NotHalted
 from domain.search import QueryProblem
-from service.intake import (AudioTooLong, BadLanguage, BadPrompt, EmptyFile, IntakeError, KeyReused, NotAudio,
-                            OverQuota, TooLarge, UnsupportedAudio)
+from service.intake import (
+    AudioTooLong,
+    BadLanguage,
+    BadPrompt,
+    EmptyFile,
+    IntakeError,
+    KeyReused,
+    NotAudio,
+    OverQuota,
+    TooLarge,
+    UnsupportedAudio,
+)
 
 NOT_FOUND = ("not_found", "no such record")
 

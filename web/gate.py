@@ -5,9 +5,10 @@ disk) before a route's dependencies check its token, so a client with no token c
 server hold hundreds of MB. This ASGI middleware sits in front of the routes and decides a
 request that carries a body from its headers alone: the bearer token must belong to an owner, or
 to an operator below /admin, unless `web.sessions`, outside this layer, has found a session of
-that kind for the request's cookie (and checked its CSRF token). Otherwise the answer is 401 (403 for a disabled owner) at once,
-with `Connection: close`; the body is never read, so it is neither buffered nor spooled, and the
-server's flow control stops the client sending more than a socket buffer of it.
+that kind for the request's cookie (and checked its CSRF token). Otherwise the answer is 401 (403
+for a disabled owner) at once, with `Connection: close`; the body is never read, so it is neither
+buffered nor spooled, and the server's flow control stops the client sending more than a socket
+buffer of it.
 
 Requests without a body pass on: the routes check their tokens as before, with the same rules,
 so nothing answers differently here than it would there, only sooner. The sign-in forms, which

@@ -42,7 +42,7 @@ class DatabaseProbe:
             probe = self._waiting.get()
             try:
                 ok = self.db.ping(timeout=self.timeout)
-            except Exception:  # whatever the driver raises, the database did not answer
+            except Exception:  # noqa: BLE001 - whatever the driver raises, the database did not answer
                 ok = False
             probe.set_result(ok)
 
@@ -54,5 +54,5 @@ class DatabaseProbe:
                 probe = self._current = self._submit()
         try:
             return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(probe)), self.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False

@@ -4,7 +4,7 @@
 service is and what halts, and each scrape costs the database a statement, so not everyone
 who reaches the port may ask."""
 
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response

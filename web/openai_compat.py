@@ -17,7 +17,8 @@ again.
 import asyncio
 import math
 import time
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -72,7 +73,7 @@ class OpenAIRoute(APIRoute):
                                     param=field)
             except StarletteHTTPException as error:
                 return openai_error(error.status_code, "http_error", str(error.detail))
-            except Exception as error:  # a retry might upload the file twice: say so, never a trace
+            except Exception as error:  # noqa: BLE001 - a retry might upload the file twice: say so, never a trace
                 logger.error("request {} {} failed: {}", request.method, request.url.path, type(error).__name__)
                 return openai_error(500, "internal", "internal error")
 
@@ -207,21 +208,22 @@ class Waiting:
             row, done = await run_in_threadpool(self.card_and_text)
             if done is not None:
                 return done
-            self.refuse_ended(row)
+            going = self.going_on(row)
             left = deadline - time.monotonic()
             if left <= 0:
                 return openai_error(
                     504, "still_working",
                     f"not done within {wait_seconds:g}s (TRANSCRIBER_SYNC_WAIT_SECONDS): record "
-                    f"{self.record_id} goes on at stage {row['stage']}; its card is at {self.card} and its "
+                    f"{self.record_id} goes on at stage {going['stage']}; its card is at {self.card} and its "
                     f"text will be at {self.text}", record=self.record, headers={"Location": self.card})
             if await request.is_disconnected():
                 return Response(status_code=499)  # nobody is listening; the record goes on
             await asyncio.sleep(min(pause, left))
             pause = min(pause * 2, POLL_MOST_SECONDS)
 
-    def refuse_ended(self, row: dict | None) -> None:
-        """404 when the record was deleted by its owner meanwhile, 422 with its reason when it halted."""
+    def going_on(self, row: dict | None) -> dict:
+        """The row of a record that goes on: 404 when the record was deleted by its owner
+        meanwhile, 422 with its reason when it halted."""
         if row is None:
             raise ApiError(404, "not_found", f"record {self.record_id} was deleted before it was done",
                            record=self.record)
@@ -229,3 +231,4 @@ class Waiting:
             raise ApiError(422, row["halt_reason"],
                            f"record {self.record_id} halted at stage {row['stage']} ({row['halt_reason']}: "
                            f"{row['halt_error']}); its card is at {self.card}", record=self.record)
+        return row

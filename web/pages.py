@@ -19,8 +19,16 @@ from loguru import logger
 from db import Store
 from service import inputs
 from web.auth import operator_by_token, owner_by_token
-from web.sessions import (Session, Sessions, cookie_name, cookie_path, cookies_of, csrf_matches, same_origin,
-                          set_cookie_header)
+from web.sessions import (
+    Session,
+    Sessions,
+    cookie_name,
+    cookie_path,
+    cookies_of,
+    csrf_matches,
+    same_origin,
+    set_cookie_header,
+)
 
 HERE = Path(__file__).resolve().parent
 STATIC = HERE / "static"

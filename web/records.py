@@ -6,7 +6,8 @@ like a missing one, 404. The rules are those of the command line: intake through
 `service.intake`, cards through `domain.card`, texts through `audio.formats`.
 """
 
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
@@ -25,7 +26,6 @@ from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
 from web.errors import NOT_FOUND, ApiError, refusal
 from web.parsing import bearer_token, idempotency_key, record_id
 from web.uploads import spool_and_accept
-
 
 # what the form takes in at most; the prompt's own limit (800) is checked at intake, which says
 # how long the prompt was
@@ -48,6 +48,14 @@ def _own_card(store: Store, raw_id: str, who: dict) -> dict:
     if row is None:
         raise ApiError(404, *NOT_FOUND)
     return card(row)
+
+
+def _usage(store: Store, owner_id: int) -> dict:
+    """What the caller uses of its quota and its limits; owners are never deleted, so its row is there."""
+    row = store.owner_usage(owner_id)
+    if row is None:
+        raise RuntimeError(f"owner {owner_id} has no row")
+    return usage_view(row)
 
 
 def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Callable[..., dict]) -> None:
@@ -93,7 +101,7 @@ def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> N
         following = offset + len(rows)
         return {"items": [card(row) for row in rows], "total": total, "limit": limit, "offset": offset,
                 "next": f"/records?limit={limit}&offset={following}" if following < total else None,
-                "usage": usage_view(store.owner_usage(who["id"]))}
+                "usage": _usage(store, who["id"])}
 
     @routes.get("/records/{raw_id}")
     def get_card(raw_id: str, request: Request):

@@ -1,8 +1,9 @@
 """The owner's full-text search over HTTP: `GET /search`. The owner's own words only;
 the operator's panel has no such address (operators never see transcript text)."""
 
+from collections.abc import Callable
 from datetime import date
-from typing import Annotated, Callable
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query

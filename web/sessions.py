@@ -86,7 +86,7 @@ class Sessions:
             while not self._stop.wait(every):
                 try:
                     swept = self.sweep()
-                except Exception as error:  # the database is away: the next round tries again
+                except Exception as error:  # noqa: BLE001 - the database is away: the next round tries again
                     logger.warning("session sweep failed ({})", type(error).__name__)
                     continue
                 if swept:
@@ -108,7 +108,7 @@ def cookies_of(headers) -> dict[str, str]:
     jar = SimpleCookie()
     try:
         jar.load(raw)
-    except Exception:  # a malformed cookie header counts as no cookie
+    except Exception:  # noqa: BLE001 - a malformed cookie header counts as no cookie
         return {}
     return {key: morsel.value for key, morsel in jar.items()}
 
@@ -124,7 +124,9 @@ def same_origin(origin: str | None, host: str | None) -> bool:
 def csrf_matches(sent: str | None, expected: str) -> bool:
     """The CSRF token sent is the session's, compared in constant time (as bytes: any text a
     client sends compares, none raises)."""
-    return bool(sent) and hmac.compare_digest(sent.encode("utf-8", "surrogateescape"), expected.encode())
+    if not sent:
+        return False
+    return hmac.compare_digest(sent.encode("utf-8", "surrogateescape"), expected.encode())
 
 
 def cookie_kind(path: str) -> str:

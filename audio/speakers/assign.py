@@ -58,7 +58,7 @@ def speaker_of(start: float, end: float, turns_: list[Turn], starts: list[float]
             overlap[turns_[i].speaker] = overlap.get(turns_[i].speaker, 0.0) + shared
         i -= 1
     if overlap:
-        return max(overlap, key=overlap.get)
+        return max(overlap, key=overlap.__getitem__)
     middle = (start + end) / 2
     near = turns_[max(after - 1, 0): after + 1]
     return min(near, key=lambda t: min(abs(middle - t.start), abs(middle - t.end))).speaker
@@ -96,6 +96,7 @@ def segment_speakers(segments: list[dict], turns_: list[Turn]) -> list[list[str]
     starts = [t.start for t in turns_]
     said = []
     for segment in segments:
-        found = {speaker_of(span["start"], span["end"], turns_, starts) for span in segment.get("words") or [segment]}
-        said.append(sorted(found - {None}, key=lambda speaker: int(speaker[1:])))
+        spoken = (speaker_of(span["start"], span["end"], turns_, starts) for span in segment.get("words") or [segment])
+        found = {speaker for speaker in spoken if speaker is not None}
+        said.append(sorted(found, key=lambda speaker: int(speaker[1:])))
     return said

@@ -66,7 +66,8 @@ def _cluster_blocks(vectors: np.ndarray, speakers: int | None) -> np.ndarray:
     one, from their sums and sizes (a block matrix of MAX_POINTS² and one over the blocks'
     clusters, a few MB however long the audio)."""
     labels = np.zeros(len(vectors), np.int64)
-    sums, sizes = [], []
+    sums: list[np.ndarray] = []
+    sizes: list[int] = []
     for first in range(0, len(vectors), MAX_POINTS):
         block = vectors[first: first + MAX_POINTS]
         local = _agglomerate(block, None)
@@ -100,15 +101,16 @@ def _kmeans(points: np.ndarray, k: int, rounds: int = 5, iterations: int = 100) 
     if k <= 1:
         return np.zeros(len(points), np.int64)
     rng = np.random.default_rng(0)
-    best, best_cost = None, np.inf
+    best: np.ndarray | None = None
+    best_cost = np.inf
     for _ in range(rounds):
-        centres = [points[rng.integers(len(points))]]
+        starts = [points[rng.integers(len(points))]]
         for _ in range(k - 1):
-            distance = np.min(((points[:, None] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
+            distance = np.min(((points[:, None] - np.array(starts)[None]) ** 2).sum(-1), axis=1)
             total = distance.sum()
             pick = rng.choice(len(points), p=distance / total) if total > 0 else rng.integers(len(points))
-            centres.append(points[pick])
-        centres = np.array(centres)
+            starts.append(points[pick])
+        centres = np.array(starts)
         for _ in range(iterations):
             labels = np.argmin(((points[:, None] - centres[None]) ** 2).sum(-1), axis=1)
             moved = np.array([points[labels == c].mean(0) if np.any(labels == c) else centres[c] for c in range(k)])
@@ -118,6 +120,8 @@ def _kmeans(points: np.ndarray, k: int, rounds: int = 5, iterations: int = 100) 
         cost = ((points - centres[labels]) ** 2).sum()
         if cost < best_cost:
             best, best_cost = labels, cost
+    if best is None:  # no round's cost was finite: the points are not numbers
+        raise ValueError("k-means found no clustering of these points")
     return best
 
 
@@ -137,7 +141,7 @@ def _agglomerate_sums(sums: np.ndarray, sizes: np.ndarray, speakers: int | None)
     np.fill_diagonal(similarity, -np.inf)
     weight = sizes.astype(np.float64)
     while len(members) > (speakers or 1):
-        a, b = np.unravel_index(np.argmax(similarity), similarity.shape)
+        a, b = (int(index) for index in np.unravel_index(np.argmax(similarity), similarity.shape))
         if speakers is None and similarity[a, b] < LINK_SIMILARITY:
             break
         merged = (similarity[a] * weight[a] + similarity[b] * weight[b]) / (weight[a] + weight[b])
@@ -191,7 +195,7 @@ def _absorb_small(vectors: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def _first_appearance_order(labels: np.ndarray) -> np.ndarray:
-    order = {}
+    order: dict[int, int] = {}
     for label in labels:
         order.setdefault(int(label), len(order))
     return np.array([order[int(label)] for label in labels], np.int64)

@@ -46,7 +46,7 @@ class Embeddings:
 
     @classmethod
     def joined(cls, parts: list[Embeddings]) -> Embeddings:
-        parts = [cls.empty()] + list(parts)
+        parts = [cls.empty(), *parts]
         return cls(np.concatenate([p.times for p in parts]), np.concatenate([p.vectors for p in parts]))
 
     def __len__(self) -> int:
@@ -99,7 +99,10 @@ def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float
     shifted by `offset`, the recording time at which `samples` begins. Windows are embedded as
     soon as a batch is full, so memory holds one batch of features, not the recording's."""
     width, step = round(WINDOW_SECONDS * FRAMES_PER_SECOND), round(SHIFT_SECONDS * FRAMES_PER_SECOND)
-    pending, pending_times, vectors, times = [], [], [], []
+    pending: list[np.ndarray] = []
+    pending_times: list[tuple[float, float]] = []
+    vectors: list[np.ndarray] = []
+    times: list[tuple[float, float]] = []
 
     def flush() -> None:
         if pending:
@@ -131,9 +134,9 @@ def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float
     if not vectors:
         return Embeddings.empty()
     found = np.array(times, np.float32) + offset
-    vectors = np.concatenate(vectors)
+    joined = np.concatenate(vectors)
     order = np.argsort(found[:, 0], kind="stable")
-    return Embeddings(found[order], vectors[order])
+    return Embeddings(found[order], joined[order])
 
 
 def _run(model, batch: np.ndarray) -> np.ndarray:
