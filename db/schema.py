@@ -19,14 +19,16 @@ import os
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import DictRow
 
 from db.database import Database
 from db.queries import compose, query
+from db.rows import DictConnection
 
 SCHEMA_FILE = Path(__file__).with_name("schema.txt")
 # the fresh database's name: this process's own, so that two runs on one server never collide
@@ -49,14 +51,14 @@ def describe(db: Database) -> str:
     return "\n\n".join(sections) + "\n"
 
 
-def _by_table(conn: psycopg.Connection, name: str) -> dict[str, list[dict]]:
-    grouped = defaultdict(list)
+def _by_table(conn: DictConnection, name: str) -> dict[str, list[DictRow]]:
+    grouped: defaultdict[str, list[DictRow]] = defaultdict(list)
     for row in conn.execute(query(name)):
         grouped[row["table_name"]].append(row)
     return grouped
 
 
-def _tables(conn: psycopg.Connection) -> list[str]:
+def _tables(conn: DictConnection) -> list[str]:
     columns = _by_table(conn, "catalog_columns")
     parts = {part: _by_table(conn, f"catalog_{part}") for part in ("constraints", "indexes", "triggers")}
     described = []
@@ -72,7 +74,7 @@ def _tables(conn: psycopg.Connection) -> list[str]:
     return described
 
 
-def _columns(columns: list[dict]) -> list[str]:
+def _columns(columns: list[DictRow]) -> list[str]:
     """A table's columns, one a line, their names and types aligned."""
     name_width = max((len(c["name"]) for c in columns), default=0)
     type_width = max((len(c["type"]) for c in columns), default=0)
@@ -97,18 +99,18 @@ def _one_line(expression: str) -> str:
     return re.sub(r"\s*\n\s*", " ", expression.strip())
 
 
-def _views(conn: psycopg.Connection) -> list[str]:
+def _views(conn: DictConnection) -> list[str]:
     return [f"{'MATERIALIZED VIEW' if view['materialized'] else 'VIEW'} {view['name']}\n"
             + _indented(view["definition"])
             for view in conn.execute(query("catalog_views"))]
 
 
-def _functions(conn: psycopg.Connection) -> list[str]:
+def _functions(conn: DictConnection) -> list[str]:
     return [f"FUNCTION {function['name']}({function['arguments']})\n" + _indented(function["definition"])
             for function in conn.execute(query("catalog_functions"))]
 
 
-def _sequences(conn: psycopg.Connection) -> list[str]:
+def _sequences(conn: DictConnection) -> list[str]:
     described = []
     for s in conn.execute(query("catalog_sequences")):
         words = [f"SEQUENCE {s['name']} AS {s['type']} START {s['start']} INCREMENT {s['increment']}",
@@ -119,11 +121,11 @@ def _sequences(conn: psycopg.Connection) -> list[str]:
     return described
 
 
-def _types(conn: psycopg.Connection) -> list[str]:
+def _types(conn: DictConnection) -> list[str]:
     return [f"TYPE {t['name']} ({t['kind']}) {t['definition']}".rstrip() for t in conn.execute(query("catalog_types"))]
 
 
-def _extensions(conn: psycopg.Connection) -> list[str]:
+def _extensions(conn: DictConnection) -> list[str]:
     return [f"EXTENSION {e['name']}" for e in conn.execute(query("catalog_extensions"))]
 
 
@@ -140,8 +142,7 @@ def fresh_database(url: str) -> Iterator[Database]:
         conn.execute(compose("drop_scratch_database", database=identifier))
         conn.execute(compose("create_scratch_database", database=identifier))
     try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-        with Database(psycopg.conninfo.make_conninfo(**{**info, "dbname": SCRATCH_NAME}), max_size=1) as db:
+        with Database(psycopg.conninfo.make_conninfo(url, dbname=SCRATCH_NAME), max_size=1) as db:
             db.migrate()
             yield db
     finally:
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         description = describe(db)
     if args.write:
         SCHEMA_FILE.write_text(description)
-        print(f"wrote {SCHEMA_FILE}")
+        sys.stdout.write(f"wrote {SCHEMA_FILE}\n")
     else:
         sys.stdout.write(description)
     return 0
