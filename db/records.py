@@ -12,7 +12,7 @@ from db.database import Database
 from db.journal import record_log
 from db.queries import query
 from db.quotas import QuotaExceeded, check_quota, hold_quota
-from db.rows import only_row
+from db.rows import DictConnection, only_row
 from db.uploads import SameUpload, earlier_record, keep_key
 from domain.stages import Step
 
@@ -62,16 +62,9 @@ class Records:
                     if size is None:
                         raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
                     hold_quota(conn, owner_id, declared_seconds, size)
-                    record_id: int = only_row(conn.execute(
-                        query("accept_record"),
-                        {"owner_id": owner_id, "title": title, "source_name": source_name, "blob_id": blob_id,
-                         "size_bytes": size, "language": language, "prompt": prompt,
-                         "intake_seconds": declared_seconds,
-                         "content_sha256": same and same.sha256, "speakers_wanted": speakers,
-                         "first_step": Step.first().value},
-                    ))["id"]
-                    if same is not None:
-                        keep_key(conn, owner_id, same, record_id)
+                    record_id = _insert_record(conn, owner_id, blob_id, size, same, title=title,
+                                               source_name=source_name, language=language, prompt=prompt,
+                                               intake_seconds=declared_seconds, speakers_wanted=speakers)
         except QuotaExceeded as refused:
             discard_blob(self.db, blob_id, complete=False)
             logger.info("an upload of owner {} refused: {} quota", owner_id, refused.over.kind)
@@ -119,3 +112,15 @@ class Records:
         stage: str = row["stage"]
         record_log(record_id, stage, "deleted").info("record {} deleted for good by {} {}", record_id, role, by)
         return stage
+
+
+def _insert_record(conn: DictConnection, owner_id: int, blob_id: int, size: int, same: SameUpload | None,
+                   **columns: object) -> int:
+    """The new record, queued for its first step, inside intake's transaction; with `same`, the
+    upload's key or bytes kept to answer a repeat."""
+    params = {"owner_id": owner_id, "blob_id": blob_id, "size_bytes": size, "content_sha256": same and same.sha256,
+              "first_step": Step.first().value, **columns}
+    record_id: int = only_row(conn.execute(query("accept_record"), params))["id"]
+    if same is not None:
+        keep_key(conn, owner_id, same, record_id)
+    return record_id

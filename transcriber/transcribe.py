@@ -91,12 +91,24 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
+    records, refused = _accept_all(store, settings, paths, owner=owner, language=language, prompt=prompt,
+                                   speakers=speakers)
+    if not records:
+        return 2
+    with LocalPipeline(store, settings):
+        cards = _watch(store, records)
+    halted = _print_texts(store, records, cards, fmt, several=len(paths) > 1)
+    return 1 if halted or refused else 0
+
+
+def _accept_all(store: Store, settings: Settings, paths: list[Path], **asked: Any) -> tuple[dict[int, Path], int]:
+    """The records of the files (an earlier run's, where it left the same one unfinished), and how
+    many files were refused."""
     records: dict[int, Path] = {}
     refused = 0
     for path in paths:
         try:
-            record_id, new = accept_from_command_line(store, settings, path, owner=owner, language=language,
-                                                      prompt=prompt, speakers=speakers, continue_unfinished=True)
+            record_id, new = accept_from_command_line(store, settings, path, continue_unfinished=True, **asked)
             records[record_id] = path
             if not new:
                 print(f"[record {record_id}] {path.name}: going on with this record, which an earlier run "
@@ -104,21 +116,28 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1
-    if not records:
-        return 2
+    return records, refused
+
+
+def _watch(store: Store, records: dict[int, Path]) -> dict[int, dict[str, Any]]:
+    """Each record's card, a line on stderr whenever it changes, until every one has finished."""
     shown: dict[int, str] = {}
-    cards: dict[int, dict] = {}
-    with LocalPipeline(store, settings):
-        while True:
-            for record_id, path in records.items():
-                cards[record_id] = card(_still_there(store.card_row(record_id), record_id))
-                line = _describe(cards[record_id])
-                if shown.get(record_id) != line:
-                    shown[record_id] = line
-                    print(f"[record {record_id}] {path.name}: {line}", file=sys.stderr, flush=True)
-            if all(_finished(c) for c in cards.values()):
-                break
-            time.sleep(POLL_SECONDS)
+    cards: dict[int, dict[str, Any]] = {}
+    while True:
+        for record_id, path in records.items():
+            cards[record_id] = card(_still_there(store.card_row(record_id), record_id))
+            line = _describe(cards[record_id])
+            if shown.get(record_id) != line:
+                shown[record_id] = line
+                print(f"[record {record_id}] {path.name}: {line}", file=sys.stderr, flush=True)
+        if all(_finished(c) for c in cards.values()):
+            return cards
+        time.sleep(POLL_SECONDS)
+
+
+def _print_texts(store: Store, records: dict[int, Path], cards: dict[int, dict[str, Any]], fmt: str, *,
+                 several: bool) -> int:
+    """Each record's text on stdout in `fmt` (a halted one's reason on stderr); how many halted."""
     halted = 0
     for record_id, path in records.items():
         c = cards[record_id]
@@ -128,12 +147,11 @@ def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, l
                   file=sys.stderr)
             continue
         body = render_record(fmt, _still_there(store.transcript(record_id), record_id))
-        if len(paths) > 1 and fmt != "json":
+        if several and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":
-            body = json.dumps({"record": record_id, "file": source_name(path.name), **json.loads(body)},
-                              ensure_ascii=False)
-            print(body)
+            print(json.dumps({"record": record_id, "file": source_name(path.name), **json.loads(body)},
+                             ensure_ascii=False))
         else:
             sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
-    return 1 if halted or refused else 0
+    return halted
