@@ -10,6 +10,7 @@ Importing this module only declares the actors, on the broker TRANSCRIBER_BROKER
 checked when a worker process boots (actors.middleware.Boot), or handed over by an in-process
 runner through `use`.
 """
+
 from __future__ import annotations
 
 import os
@@ -105,8 +106,9 @@ def sweep(after_id: int = 0) -> None:
     message just means the next pass starts over)."""
     if not after_id:  # once a pass: keeps the metrics' count changes few where nobody scrapes
         context.store().fold_record_counts()
-    swept = context.store().sweep_orphan_blobs(ORPHAN_GRACE_SECONDS, budget_seconds=SWEEP_RUN_SECONDS,
-                                                after_id=after_id)
+    swept = context.store().sweep_orphan_blobs(
+        ORPHAN_GRACE_SECONDS, budget_seconds=SWEEP_RUN_SECONDS, after_id=after_id
+    )
     if swept.removed:
         logger.info("swept {} orphaned audio blob(s)", swept.removed)
     if not after_id:  # once per pass: uploads' Idempotency-Keys past their keeping time

@@ -5,6 +5,7 @@ an in-process runner (`transcriber transcribe`, `transcriber up`, a test) hands 
 and the store it already has. The store is opened on first use, so a process that never claims
 never connects.
 """
+
 from __future__ import annotations
 
 import threading

@@ -8,6 +8,7 @@ turns and each segment's speakers for search. It is claimed, fenced, failed and 
 step; a halt leaves the record done: the card then says why speakers are missing, the text stays
 served.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -44,8 +45,14 @@ def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) 
                 beat(at)
                 embedded = window_embeddings(window, at)
                 end = end_of(at, window)
-                beat.checkpoint(at, end, {"times": embedded.times.astype(np.float64).tobytes(),
-                                          "vectors": embedded.vectors.astype(np.float32).tobytes()})
+                beat.checkpoint(
+                    at,
+                    end,
+                    {
+                        "times": embedded.times.astype(np.float64).tobytes(),
+                        "vectors": embedded.vectors.astype(np.float32).tobytes(),
+                    },
+                )
                 found.append(embedded)
         except UndecodableAudio as error:
             raise PermanentStepError(HaltReason.UNDECODABLE_AUDIO, str(error)) from None
@@ -60,8 +67,10 @@ def _unpacked(row: dict):
     """A checkpointed window's embeddings as the clustering takes them."""
     from audio.speakers.embed import DIMENSIONS, Embeddings
 
-    return Embeddings(np.frombuffer(row["times"], np.float64).reshape(-1, 2),
-                      np.frombuffer(row["vectors"], np.float32).reshape(-1, DIMENSIONS))
+    return Embeddings(
+        np.frombuffer(row["times"], np.float64).reshape(-1, 2),
+        np.frombuffer(row["vectors"], np.float32).reshape(-1, DIMENSIONS),
+    )
 
 
 def _from_byte(pieces: Iterable[bytes], skip: int, beat: Heartbeat) -> Iterator[bytes]:

@@ -4,6 +4,7 @@ A step knows nothing of claims and leases; it calls `beat(progress)` often and
 `beat.checkpoint(...)` after each window of work. Everything that keeps the claim its own,
 or notices that it no longer is, happens here.
 """
+
 from __future__ import annotations
 
 import threading
@@ -50,13 +51,16 @@ class Heartbeat:
             if time.monotonic() - self.alive_at > self.policy.lease_seconds:
                 logger.bind(record_id=self.claim.record_id).warning(
                     "record {}: {} step gave no sign of life for a whole lease; its lease is left to expire",
-                    self.claim.record_id, self.claim.step)
+                    self.claim.record_id,
+                    self.claim.step,
+                )
                 return
             try:
                 renewed = self.store.renew_lease(self.claim, self.policy.lease_seconds, self.progress)
             except Exception as error:  # noqa: BLE001 - the database is away for a moment: the lease has margin
                 logger.bind(record_id=self.claim.record_id).warning(
-                    "record {}: lease renewal failed, will retry: {}", self.claim.record_id, type(error).__name__)
+                    "record {}: lease renewal failed, will retry: {}", self.claim.record_id, type(error).__name__
+                )
                 continue
             if not renewed:
                 self._lost.set()
@@ -71,8 +75,13 @@ class Heartbeat:
         if self._lost.is_set():
             raise ClaimLost()
 
-    def checkpoint(self, from_seconds: float, to_seconds: float, kept: Mapping[str, object],
-                   detail: Mapping[str, object] | None = None) -> None:
+    def checkpoint(
+        self,
+        from_seconds: float,
+        to_seconds: float,
+        kept: Mapping[str, object],
+        detail: Mapping[str, object] | None = None,
+    ) -> None:
         """Save one window of the step's work (`kept`: what the step's checkpoint keeps) under the
         token; ClaimLost if the claim moved on, CheckpointRefused (a failed attempt) if the window
         does not meet the last checkpoint."""

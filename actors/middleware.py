@@ -1,5 +1,6 @@
 """The worker process's own hooks on dramatiq: loading the configuration at boot, giving claims
 back at shutdown, listening for the database's wake-ups, and one metrics exporter per run."""
+
 from __future__ import annotations
 
 import os

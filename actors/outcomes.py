@@ -1,4 +1,5 @@
 """How one step run ended, and the signal that stops running steps: shared by every step."""
+
 from __future__ import annotations
 
 import enum
@@ -12,6 +13,6 @@ class Outcome(enum.StrEnum):
     SAVED = "saved"
     FAILED = "failed"
     HALTED = "halted"
-    REFUSED = "refused"      # the claim moved on before the result was written: nothing written (P3)
-    LOST = "lost"            # a lease renewal was refused: the step stopped early (P3)
+    REFUSED = "refused"  # the claim moved on before the result was written: nothing written (P3)
+    LOST = "lost"  # a lease renewal was refused: the step stopped early (P3)
     ABANDONED = "abandoned"  # the worker is stopping: the claim was given back

@@ -2,6 +2,7 @@
 saved under the claim's token; however the run ends otherwise (lost claim, stopping worker, a
 permanent error, any other exception, in the work or in its save) the holder's matching write is
 made under the token, never left to the lease (P3, P4)."""
+
 from __future__ import annotations
 
 import threading
@@ -18,8 +19,15 @@ from domain.policy import StepPolicy
 Result = TypeVar("Result")
 
 
-def run_claimed(store: Store, claim: Claim, policy: StepPolicy, stop: threading.Event, failures: int,
-                work: Callable[[Heartbeat], Result], save: Callable[[Result], bool]) -> Outcome:
+def run_claimed(
+    store: Store,
+    claim: Claim,
+    policy: StepPolicy,
+    stop: threading.Event,
+    failures: int,
+    work: Callable[[Heartbeat], Result],
+    save: Callable[[Result], bool],
+) -> Outcome:
     """Run `work(beat)` under the claim and `save` its result; the run's Outcome, its write made.
     `failures`: the failed attempts counted before this run."""
     try:
@@ -27,8 +35,9 @@ def run_claimed(store: Store, claim: Claim, policy: StepPolicy, stop: threading.
             result = work(beat)
         return Outcome.SAVED if save(result) else Outcome.REFUSED
     except ClaimLost:
-        claim_log(claim, "lost").warning("record {}: {} stopped early, its claim moved on; nothing saved",
-                                         claim.record_id, claim.step)
+        claim_log(claim, "lost").warning(
+            "record {}: {} stopped early, its claim moved on; nothing saved", claim.record_id, claim.step
+        )
         return Outcome.LOST
     except Abandoned:
         store.release(claim)

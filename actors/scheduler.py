@@ -4,6 +4,7 @@ orphan sweep every hour and, with TRANSCRIBER_AUDIO_RETENTION_DAYS set, the rete
 Run it as its own process (`transcriber scheduler`) or inside a single-process runner, never in
 every worker: one tick source is enough, and the database arbitrates whatever arrives.
 """
+
 from __future__ import annotations
 
 import signal
@@ -41,8 +42,11 @@ class BrokerWatch:
             return False
         with self._lock:
             if self._lost_at is not None:
-                logger.info("broker reachable again after {:.0f}s; {} wake-up(s) were not sent",
-                            time.monotonic() - self._lost_at, self._missed)
+                logger.info(
+                    "broker reachable again after {:.0f}s; {} wake-up(s) were not sent",
+                    time.monotonic() - self._lost_at,
+                    self._missed,
+                )
                 self._lost_at, self._missed = None, 0
         return True
 
@@ -55,14 +59,37 @@ def retention_interval(retention_seconds: float) -> float:
 
 def _add_tick(scheduler, tick_seconds: float, retention_seconds: float | None) -> BrokerWatch:
     watch = BrokerWatch()
-    scheduler.add_job(watch.send, "interval", args=[actors.tick], seconds=tick_seconds, id="tick",
-                      coalesce=True, max_instances=1, misfire_grace_time=None)
-    scheduler.add_job(watch.send, "interval", args=[actors.sweep.send], seconds=SWEEP_SECONDS, id="sweep",
-                      coalesce=True, max_instances=1, misfire_grace_time=None)
+    scheduler.add_job(
+        watch.send,
+        "interval",
+        args=[actors.tick],
+        seconds=tick_seconds,
+        id="tick",
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=None,
+    )
+    scheduler.add_job(
+        watch.send,
+        "interval",
+        args=[actors.sweep.send],
+        seconds=SWEEP_SECONDS,
+        id="sweep",
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=None,
+    )
     if retention_seconds is not None:
-        scheduler.add_job(watch.send, "interval", args=[actors.expire_audio.send],
-                          seconds=retention_interval(retention_seconds), id="expire_audio",
-                          coalesce=True, max_instances=1, misfire_grace_time=None)
+        scheduler.add_job(
+            watch.send,
+            "interval",
+            args=[actors.expire_audio.send],
+            seconds=retention_interval(retention_seconds),
+            id="expire_audio",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
     return watch
 
 

@@ -1,5 +1,6 @@
 """The convert and recognize steps: the work each does on a claimed record, and the fields it
 returns, the only columns its save may write (P3)."""
+
 from __future__ import annotations
 
 import tempfile
@@ -96,9 +97,17 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
         language = language or result.language
         end = end_of(at, window)
         segments = [_shifted(segment, at) for segment in result.segments]
-        beat.checkpoint(at, end, {"segments": segments, "language": language, "language_probability": sureness,
-                                  "suppressed": [_shifted_span(span, at) for span in result.suppressed]},
-                        {"segments": len(segments)})
+        beat.checkpoint(
+            at,
+            end,
+            {
+                "segments": segments,
+                "language": language,
+                "language_probability": sureness,
+                "suppressed": [_shifted_span(span, at) for span in result.suppressed],
+            },
+            {"segments": len(segments)},
+        )
         done = end
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:
@@ -109,11 +118,16 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
 
 def _shifted(segment: dict, offset: float) -> dict:
     """A window's segment timed from the recording's start."""
+
     def at(seconds: float) -> float:
         return round(seconds + offset, 3)
 
-    return {**segment, "start": at(segment["start"]), "end": at(segment["end"]),
-            "words": [{**w, "start": at(w["start"]), "end": at(w["end"])} for w in segment.get("words", [])]}
+    return {
+        **segment,
+        "start": at(segment["start"]),
+        "end": at(segment["end"]),
+        "words": [{**w, "start": at(w["start"]), "end": at(w["end"])} for w in segment.get("words", [])],
+    }
 
 
 def _shifted_span(span: dict, offset: float) -> dict:

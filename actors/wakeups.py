@@ -7,6 +7,7 @@ listener reconnects. One listener per process, started with its worker and stopp
 only one listener of all processes forwards at a time (db.wakeups), so a wake-up sent to the
 broker costs one claim by whichever worker is idle, not one per process.
 """
+
 from __future__ import annotations
 
 import heapq

@@ -5,6 +5,7 @@ can anything else that wants to work a record. A step is its work and what its s
 (`STEPS`); claiming, renewing, checkpointing, failing, halting, releasing and saving are the
 protocol's, which every step shares.
 """
+
 from __future__ import annotations
 
 import threading
@@ -43,8 +44,9 @@ STEPS = {
     Step.CONVERT: StepSpec(convert, frozenset({"converted_blob_id", "duration_seconds"}), discard=discard_converted),
     Step.RECOGNIZE: StepSpec(recognize, frozenset({"engine"})),
     # a worker that cannot (or may not) diarize leaves the rows to others
-    Step.DIARIZE: StepSpec(diarize, frozenset({"turns"}), frozenset({"said"}),
-                           runs_here=lambda settings: settings.diarize_on),
+    Step.DIARIZE: StepSpec(
+        diarize, frozenset({"turns"}), frozenset({"said"}), runs_here=lambda settings: settings.diarize_on
+    ),
 }
 
 
@@ -70,11 +72,18 @@ def _run_once(store: Store, settings: Settings, step: Step, stop: threading.Even
     record = store.read_for_step(claim)
     if record is None:  # deleted by its owner right after the claim: nothing to work, nothing to save
         logger.bind(record_id=claim.record_id, stage=step.source).info(
-            "record {} was deleted; nothing to do", claim.record_id)
+            "record {} was deleted; nothing to do", claim.record_id
+        )
         return Outcome.REFUSED
-    return run_claimed(store, claim, policy, stop, record["failures"],
-                       lambda beat: spec.run(store, record, beat, settings),
-                       lambda result: _save(store, settings, spec, claim, record, result))
+    return run_claimed(
+        store,
+        claim,
+        policy,
+        stop,
+        record["failures"],
+        lambda beat: spec.run(store, record, beat, settings),
+        lambda result: _save(store, settings, spec, claim, record, result),
+    )
 
 
 def _save(store: Store, settings: Settings, spec: StepSpec, claim: Claim, record: dict, result: dict) -> bool:

@@ -13,6 +13,7 @@ these comes first:
 - what even that leaves (parent and child both killed outright) is swept at the next start:
   folders named after a process that no longer exists (`sweep_stale_folders`).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -31,9 +32,9 @@ from domain.holders import process
 FOLDER_PREFIX = "transcriber-window-"
 _OWNER_PID = re.compile(re.escape(FOLDER_PREFIX) + r"(\d+)-")
 
-_alive: weakref.WeakSet = weakref.WeakSet()   # every child of this process still open
+_alive: weakref.WeakSet = weakref.WeakSet()  # every child of this process still open
 _alive_lock = threading.Lock()
-_this_thread = threading.local()              # .children: {engine id: Child} of this thread
+_this_thread = threading.local()  # .children: {engine id: Child} of this thread
 
 
 class Child:

@@ -1,4 +1,5 @@
 """Decoding: any container/codec FFmpeg knows, streamed into 16 kHz mono signed 16-bit PCM."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -45,8 +46,9 @@ class TooLong(TranscriberError, code="audio_too_long"):
 def check_stream(sample_rate: int | None, channels: int | None) -> None:
     """Refuse stream parameters no recording has (UnsupportedStream); unknown ones pass."""
     if sample_rate and not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
-        raise UnsupportedStream(f"a sample rate of {sample_rate} Hz is not supported "
-                                f"({MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz)")
+        raise UnsupportedStream(
+            f"a sample rate of {sample_rate} Hz is not supported ({MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz)"
+        )
     if channels and channels > MAX_CHANNELS:
         raise UnsupportedStream(f"{channels} channels are not supported (at most {MAX_CHANNELS})")
 

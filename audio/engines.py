@@ -11,6 +11,7 @@ Workers reach a local engine through `IsolatedEngine` (audio.isolation), which r
 child process of its own with a deadline on every exchange; the child builds it from `spec`
 with `build`. The remote engine speaks HTTP from the worker itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,15 @@ def spec(settings) -> dict:
     if settings.engine == "pocketsphinx":
         return {"engine": "pocketsphinx", "label": "pocketsphinx"}
     models = settings.home / "models"
-    return {"engine": "faster-whisper", "model": resolve(settings.whisper_model, models),
-            "device": settings.device, "threads": settings.recognizer_threads or os.cpu_count() or 1,
-            "download_root": str(models), "compute": settings.compute_type,
-            "label": f"faster-whisper/{settings.whisper_model}"}
+    return {
+        "engine": "faster-whisper",
+        "model": resolve(settings.whisper_model, models),
+        "device": settings.device,
+        "threads": settings.recognizer_threads or os.cpu_count() or 1,
+        "download_root": str(models),
+        "compute": settings.compute_type,
+        "label": f"faster-whisper/{settings.whisper_model}",
+    }
 
 
 def build(spec: dict) -> Engine:
@@ -43,8 +49,9 @@ def build(spec: dict) -> Engine:
     if spec["engine"] == "pocketsphinx":
         return PocketsphinxEngine()
     if spec["engine"] == "faster-whisper":
-        return WhisperEngine(spec["model"], spec["device"], spec["threads"], spec.get("download_root"),
-                             spec.get("compute"))
+        return WhisperEngine(
+            spec["model"], spec["device"], spec["threads"], spec.get("download_root"), spec.get("compute")
+        )
     raise ValueError(f"unknown local engine {spec['engine']!r}")
 
 
@@ -56,9 +63,18 @@ def engine(settings):
     """The process's recognizer for the configured engine, made once: a local engine runs in a
     child process per worker thread; the remote one speaks HTTP from the worker itself. Its
     `recognize(pcm, language, beat)` recognises one window."""
-    key = json.dumps([settings.engine, settings.whisper_model, settings.device, str(settings.home),
-                      settings.openai_base_url, settings.recognizer_timeout_seconds, settings.recognizer_threads,
-                      settings.compute_type])
+    key = json.dumps(
+        [
+            settings.engine,
+            settings.whisper_model,
+            settings.device,
+            str(settings.home),
+            settings.openai_base_url,
+            settings.recognizer_timeout_seconds,
+            settings.recognizer_threads,
+            settings.compute_type,
+        ]
+    )
     with _RECOGNIZERS_LOCK:
         if key not in _RECOGNIZERS:
             if settings.engine == "openai":
@@ -78,8 +94,10 @@ def compute_said(settings) -> str:
         return f"{settings.compute_type} (TRANSCRIBER_COMPUTE_TYPE)"
     chosen = default_compute(settings.device)
     if chosen == "float32":
-        return ("float32 (this CPU has no VNNI, where int8 loses words; TRANSCRIBER_COMPUTE_TYPE=int8 "
-                "trades them for about 2.5 times less CPU)")
+        return (
+            "float32 (this CPU has no VNNI, where int8 loses words; TRANSCRIBER_COMPUTE_TYPE=int8 "
+            "trades them for about 2.5 times less CPU)"
+        )
     return f"{chosen} (the default for this {'CPU' if settings.device == 'cpu' else 'device'})"
 
 
@@ -95,8 +113,9 @@ class RemoteRecognizer:
         self.remote = OpenAIEngine(settings.openai_base_url, settings.openai_api_key, settings.openai_model)
         self.name = f"openai/{settings.openai_model}"
 
-    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None,
-                  prompt: str | None = None) -> Recognized:
+    def recognize(
+        self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None, prompt: str | None = None
+    ) -> Recognized:
         beat()
         result = self.remote.recognize(pcm, language, prompt)
         beat()

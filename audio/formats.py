@@ -5,14 +5,19 @@ says who speaks: each srt/vtt cue starts with the speaker's name in brackets (a 
 two segments, and a diarized segment never spans two speakers), txt starts a paragraph at each
 change of speaker, and json keeps `speaker` on segments and words and lists the names.
 """
+
 from __future__ import annotations
 
 import json
 from typing import Any, NamedTuple
 
 FORMATS = ("txt", "srt", "vtt", "json")
-MEDIA_TYPES = {"txt": "text/plain; charset=utf-8", "srt": "application/x-subrip; charset=utf-8",
-               "vtt": "text/vtt; charset=utf-8", "json": "application/json"}
+MEDIA_TYPES = {
+    "txt": "text/plain; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+    "json": "application/json",
+}
 
 # A subtitle a viewer can read before it goes (the usual broadcast limits): at most 7 s on
 # screen, on at most two lines of 42 characters.
@@ -21,10 +26,10 @@ LINE_CHARS = 42
 
 
 class Word(NamedTuple):
-    text: str       # without surrounding whitespace
+    text: str  # without surrounding whitespace
     start: float
     end: float
-    joiner: str     # what goes between it and the word before on a line: " " or "" (e.g. Chinese)
+    joiner: str  # what goes between it and the word before on a line: " " or "" (e.g. Chinese)
 
 
 class Cue(NamedTuple):
@@ -62,8 +67,10 @@ def _words(segment: dict) -> list[Word]:
     timed = [w for w in segment.get("words") or () if w["word"].strip()]
     if timed:
         stripped = [w["word"].strip() for w in timed]
-        return [Word(word, w["start"], w["end"], joiner)
-                for word, w, joiner in zip(stripped, timed, _joiners(stripped, text), strict=True)]
+        return [
+            Word(word, w["start"], w["end"], joiner)
+            for word, w, joiner in zip(stripped, timed, _joiners(stripped, text), strict=True)
+        ]
     plain = text.split()
     total = sum(map(len, plain))
     span = segment["end"] - segment["start"]
@@ -92,7 +99,7 @@ def _lines(words: list[Word]) -> list[str] | None:
         fits = (top <= LINE_CHARS or cut == 1) and (bottom <= LINE_CHARS or cut == len(words) - 1)
         if fits and (best is None or max(top, bottom) < best[0]):
             best = (max(top, bottom), cut)
-    return None if best is None else [_line(words[:best[1]]), _line(words[best[1]:])]
+    return None if best is None else [_line(words[: best[1]]), _line(words[best[1] :])]
 
 
 def _fits(words: list[Word]) -> bool:
@@ -145,9 +152,16 @@ def _json_segment(segment: dict) -> dict:
     """The segment with its words trimmed of whitespace and timed to the millisecond."""
     if "words" not in segment:
         return segment
-    words = [{"word": w["word"].strip(), "start": round(w["start"], 3), "end": round(w["end"], 3),
-              **({"speaker": w["speaker"]} if w.get("speaker") else {})}
-             for w in segment["words"] or () if w["word"].strip()]
+    words = [
+        {
+            "word": w["word"].strip(),
+            "start": round(w["start"], 3),
+            "end": round(w["end"], 3),
+            **({"speaker": w["speaker"]} if w.get("speaker") else {}),
+        }
+        for w in segment["words"] or ()
+        if w["word"].strip()
+    ]
     return {**segment, "words": words}
 
 
@@ -162,13 +176,20 @@ def speaker_paragraphs(segments: list[dict], names: dict[str, str] | None = None
             paragraphs[-1][1].append(text)
         else:
             paragraphs.append([segment.get("speaker"), [text]])
-    return "\n\n".join((f"[{speaker_name(who, names)}] " if who else "") + " ".join(texts)
-                       for who, texts in paragraphs)
+    return "\n\n".join((f"[{speaker_name(who, names)}] " if who else "") + " ".join(texts) for who, texts in paragraphs)
 
 
-def render(fmt: str, text: str, segments: list[dict], duration: float | None = None, *,
-           names: dict[str, str] | None = None, language: str | None = None,
-           language_probability: float | None = None, suppressed: list[dict] | None = None) -> str:
+def render(
+    fmt: str,
+    text: str,
+    segments: list[dict],
+    duration: float | None = None,
+    *,
+    names: dict[str, str] | None = None,
+    language: str | None = None,
+    language_probability: float | None = None,
+    suppressed: list[dict] | None = None,
+) -> str:
     """The transcript in `fmt`; raises ValueError for a format not in FORMATS. `names` are the
     owner's names for the speaker labels the segments carry, if any; json names the language
     too, and how sure the recognizer was of it where it detected it, and lists the spans whose
@@ -181,20 +202,28 @@ def render(fmt: str, text: str, segments: list[dict], duration: float | None = N
         return text + "\n" if text else ""
     if fmt == "json":
         document: dict[str, Any] = {
-            "text": text, "duration_seconds": duration, "language": language,
+            "text": text,
+            "duration_seconds": duration,
+            "language": language,
             "language_probability": language_probability,
-            "segments": [_json_segment(s) for s in segments], "suppressed": list(suppressed or [])}
+            "segments": [_json_segment(s) for s in segments],
+            "suppressed": list(suppressed or []),
+        }
         if diarized:
             labels = sorted({s["speaker"] for s in segments if s.get("speaker")}, key=lambda x: int(x[1:]))
             document["speakers"] = {label: speaker_name(label, names) for label in labels}
         return json.dumps(document, ensure_ascii=False)
     if fmt == "srt":
-        blocks = [f"{i}\n{_clock(c.start, ',')} --> {_clock(c.end, ',')}\n" + "\n".join(c.lines) + "\n"
-                  for i, c in enumerate(cues(segments, names), 1)]
+        blocks = [
+            f"{i}\n{_clock(c.start, ',')} --> {_clock(c.end, ',')}\n" + "\n".join(c.lines) + "\n"
+            for i, c in enumerate(cues(segments, names), 1)
+        ]
         return "\n".join(blocks)
     if fmt == "vtt":
-        blocks = [f"{_clock(c.start, '.')} --> {_clock(c.end, '.')}\n" + "\n".join(c.lines) + "\n"
-                  for c in cues(segments, names)]
+        blocks = [
+            f"{_clock(c.start, '.')} --> {_clock(c.end, '.')}\n" + "\n".join(c.lines) + "\n"
+            for c in cues(segments, names)
+        ]
         return "WEBVTT\n\n" + "\n".join(blocks)
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
 
@@ -215,6 +244,13 @@ def render_record(fmt: str, row: dict) -> str:
     """A done record's text in `fmt` as the store reads it (`Store.transcript`): with speakers
     once they are found, under the names the owner gave them, and its language and suppressed
     spans in json."""
-    return render(fmt, row["transcript"] or "", labelled_segments(row), row["duration_seconds"],
-                  names=row.get("speaker_names"), language=row.get("language"),
-                  language_probability=row.get("language_probability"), suppressed=row.get("suppressed"))
+    return render(
+        fmt,
+        row["transcript"] or "",
+        labelled_segments(row),
+        row["duration_seconds"],
+        names=row.get("speaker_names"),
+        language=row.get("language"),
+        language_probability=row.get("language_probability"),
+        suppressed=row.get("suppressed"),
+    )

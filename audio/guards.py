@@ -6,13 +6,14 @@ temperature, samples and makes the text random. The guards here decide from the 
 the same window always gets the same verdict and the same mend. They live apart from any engine
 because they judge text, whichever engine wrote it.
 """
+
 from __future__ import annotations
 
 import zlib
 
-LOOP_COMPRESSION = 2.4   # text that zlib shrinks more than this repeats itself (Whisper's threshold)
-LOOP_REPEATS = 3         # a phrase said this many times in a row, in looping text, is a loop
-LOOP_LONGEST = 24        # the longest phrase (in words) looked for
+LOOP_COMPRESSION = 2.4  # text that zlib shrinks more than this repeats itself (Whisper's threshold)
+LOOP_REPEATS = 3  # a phrase said this many times in a row, in looping text, is a loop
+LOOP_LONGEST = 24  # the longest phrase (in words) looked for
 
 
 def compression_ratio(text: str) -> float:
@@ -46,12 +47,12 @@ def cut_repeats(segments: list[dict]) -> list[dict]:
     at = 0
     while at < len(tokens):
         for size in range(1, min(LOOP_LONGEST, (len(tokens) - at) // LOOP_REPEATS) + 1):
-            phrase = tokens[at:at + size]
+            phrase = tokens[at : at + size]
             times = 1
-            while tokens[at + times * size: at + (times + 1) * size] == phrase:
+            while tokens[at + times * size : at + (times + 1) * size] == phrase:
                 times += 1
             if times >= LOOP_REPEATS:
-                keep[at + size: at + times * size] = [False] * ((times - 1) * size)
+                keep[at + size : at + times * size] = [False] * ((times - 1) * size)
                 at += times * size
                 break
         else:
@@ -61,8 +62,14 @@ def cut_repeats(segments: list[dict]) -> list[dict]:
         kept = [(word, entry) for (n, word, entry), k in zip(items, keep, strict=True) if n == number and k]
         if kept:
             entries = [entry for _, entry in kept if entry is not None]
-            out.append({**segment, "text": " ".join(word for word, _ in kept), "words": entries,
-                        **({"end": entries[-1]["end"]} if entries else {})})
+            out.append(
+                {
+                    **segment,
+                    "text": " ".join(word for word, _ in kept),
+                    "words": entries,
+                    **({"end": entries[-1]["end"]} if entries else {}),
+                }
+            )
     return out
 
 
@@ -73,15 +80,15 @@ def cut_repeats(segments: list[dict]) -> list[dict]:
 # judged by what the decoder knew of it and by what the audio holds where it lies: voice activity
 # (a voice-activity detector's speech spans, in seconds from the window's start) and time.
 
-FASTEST_WORDS_PER_SECOND = 6.0   # faster than people speak, sustained
-SUSTAINED_WORDS = 8              # a rate is judged over at least this many words ...
-SUSTAINED_SECONDS = 3.0          # ... and this much voice: a fast phrase of 2 s is not sustained
-SQUEEZED_WORDS = 3               # of this many timed words or more, ...
-SHORTEST_WORD = 0.05             # ... most lasting less than this were not said
+FASTEST_WORDS_PER_SECOND = 6.0  # faster than people speak, sustained
+SUSTAINED_WORDS = 8  # a rate is judged over at least this many words ...
+SUSTAINED_SECONDS = 3.0  # ... and this much voice: a fast phrase of 2 s is not sustained
+SQUEEZED_WORDS = 3  # of this many timed words or more, ...
+SHORTEST_WORD = 0.05  # ... most lasting less than this were not said
 HESITATIONS = frozenset("uh um uhm hm hmm mm er erm ah eh".split())
-LEAST_VOICE_SECONDS = 0.2        # less voice than this under a segment is none
-NO_SPEECH_PROB = 0.6             # Whisper's own silence test: the no-speech token this likely ...
-SILENT_LOGPROB = -1.0            # ... and the text this unlikely (average log-probability per token)
+LEAST_VOICE_SECONDS = 0.2  # less voice than this under a segment is none
+NO_SPEECH_PROB = 0.6  # Whisper's own silence test: the no-speech token this likely ...
+SILENT_LOGPROB = -1.0  # ... and the text this unlikely (average log-probability per token)
 
 NO_VOICE, TOO_FAST, LOOP = "no_voice", "too_fast", "loop"
 
@@ -100,8 +107,7 @@ def implausible(segment: dict, voice: list[tuple[float, float]]) -> str | None:
     voiced = voiced_seconds(segment["start"], segment["end"], voice)
     if voiced < LEAST_VOICE_SECONDS:
         return NO_VOICE
-    if (segment.get("no_speech_prob", 0.0) > NO_SPEECH_PROB
-            and segment.get("avg_logprob", 0.0) < SILENT_LOGPROB):
+    if segment.get("no_speech_prob", 0.0) > NO_SPEECH_PROB and segment.get("avg_logprob", 0.0) < SILENT_LOGPROB:
         return NO_VOICE
     if segment.get("cut"):
         return TOO_FAST  # the decoding ran into its cap in tokens (audio.whisper): no one says that much
@@ -153,7 +159,8 @@ def fill_in(kept: list[dict], suppressed: list[dict], strict: list[dict]) -> tup
     """A window's plausible segments with the holes its suppressed ones left filled by a strict
     decoding's plausible segments (`strict`, already judged): a strict segment fills a hole it
     overlaps and clashes with no kept segment. A hole that none fills stays suppressed."""
-    fills = [s for s in strict if any(_overlap(s, hole) for hole in suppressed)
-             and not any(_overlap(s, k) for k in kept)]
+    fills = [
+        s for s in strict if any(_overlap(s, hole) for hole in suppressed) and not any(_overlap(s, k) for k in kept)
+    ]
     still = [hole for hole in suppressed if not any(_overlap(hole, s) for s in fills)]
     return sorted(kept + fills, key=lambda s: s["start"]), still

@@ -8,6 +8,7 @@ threads really decode in parallel, and a child that stops answering is killed.
 The child is audio/recognizer_process.py; the two speak JSON lines over its stdin and stdout,
 the window's PCM passing through a file (the protocol is in that module's docstring).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,8 +45,8 @@ class IsolatedEngine:
     window).
     """
 
-    START_SECONDS = 180.0              # loading a model on a loaded machine
-    BASE_SECONDS = 60.0                # per window, plus PER_AUDIO_SECOND for each second of it
+    START_SECONDS = 180.0  # loading a model on a loaded machine
+    BASE_SECONDS = 60.0  # per window, plus PER_AUDIO_SECOND for each second of it
     PER_AUDIO_SECOND = 8.0
     POLL_SECONDS = 0.5
 
@@ -69,24 +70,31 @@ class IsolatedEngine:
             return child
         if child is not None:
             self._end_child()
-            logger.warning("recognizer process {} had ended (status {}); starting a new one",
-                           child.process.pid, child.process.returncode)
+            logger.warning(
+                "recognizer process {} had ended (status {}); starting a new one",
+                child.process.pid,
+                child.process.returncode,
+            )
         root = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-               "TRANSCRIBER_RECOGNIZER_PARENT": str(os.getpid())}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+            "TRANSCRIBER_RECOGNIZER_PARENT": str(os.getpid()),
+        }
         folder = children.new_folder()
         try:
             process = subprocess.Popen(
                 [sys.executable, "-m", "audio.recognizer_process", json.dumps(self.spec), "--folder", str(folder)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
             )
         except BaseException:
             folder.rmdir()
             raise
         child = Child(process, folder)
         children.hold(self._key, child)
-        answer = self._read_answer(child, self.window_timeout_seconds or self.START_SECONDS, beat,
-                                   "to load its model")
+        answer = self._read_answer(child, self.window_timeout_seconds or self.START_SECONDS, beat, "to load its model")
         if "error" in answer:
             self._end_child()
             raise RecognizerError(f"the recognizer could not start: {answer['error']}")
@@ -109,10 +117,10 @@ class IsolatedEngine:
             while b"\n" not in buffer:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    logger.warning("recognizer process {} gave no answer {} within {:g}s; killed",
-                                   process.pid, doing, timeout)
-                    raise RecognizerError(f"the recognizer gave no answer {doing} within {timeout:g}s "
-                                          "and was stopped")
+                    logger.warning(
+                        "recognizer process {} gave no answer {} within {:g}s; killed", process.pid, doing, timeout
+                    )
+                    raise RecognizerError(f"the recognizer gave no answer {doing} within {timeout:g}s and was stopped")
                 ready, _, _ = select.select([fd], [], [], min(self.POLL_SECONDS, left))
                 if ready:
                     data = os.read(fd, 1 << 16)
@@ -128,8 +136,9 @@ class IsolatedEngine:
         buffer[:] = rest
         return json.loads(line)
 
-    def recognize(self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None,
-                  prompt: str | None = None) -> Recognized:
+    def recognize(
+        self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None, prompt: str | None = None
+    ) -> Recognized:
         child = self._running_child(beat)
         window = child.folder / "window.pcm"
         window.write_bytes(pcm)
@@ -145,8 +154,9 @@ class IsolatedEngine:
         answer = self._read_answer(child, timeout, beat, f"for a {seconds:.0f}s window")
         if "error" in answer:
             raise RecognizerError(answer["error"])
-        return Recognized(answer["segments"], answer.get("language"), answer.get("language_probability"),
-                          answer.get("suppressed", []))
+        return Recognized(
+            answer["segments"], answer.get("language"), answer.get("language_probability"), answer.get("suppressed", [])
+        )
 
     @property
     def pid(self) -> int | None:

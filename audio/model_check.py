@@ -10,6 +10,7 @@ loader, never the service), and a failure is one reason a person can act on.
 Bundled weights are not loaded: every one of their files has just passed its pinned SHA-256
 (audio.models), which says more than a trial load would, and costs no second of start-up.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ from pathlib import Path
 from audio.models import BUNDLED, ModelError
 
 HUB_HOST = "huggingface.co"  # where faster-whisper downloads its named models from
-CHECK_SECONDS = 600.0        # a first download of a large model over a slow line
+CHECK_SECONDS = 600.0  # a first download of a large model over a slow line
 
 
 def preflight(spec: dict) -> None:
@@ -46,9 +47,11 @@ def preflight(spec: dict) -> None:
         with socket.create_connection((HUB_HOST, 443), timeout=5):
             pass
     except OSError as error:
-        raise ModelError(f"it is not on this machine and would be downloaded from {HUB_HOST}, which cannot "
-                         f"be reached (no network: {error.strerror or error}); use tiny.en or base (installed "
-                         "with the package) or a CTranslate2 model directory") from None
+        raise ModelError(
+            f"it is not on this machine and would be downloaded from {HUB_HOST}, which cannot "
+            f"be reached (no network: {error.strerror or error}); use tiny.en or base (installed "
+            "with the package) or a CTranslate2 model directory"
+        ) from None
 
 
 def check_loads(spec: dict, timeout: float = CHECK_SECONDS) -> None:
@@ -60,8 +63,13 @@ def check_loads(spec: dict, timeout: float = CHECK_SECONDS) -> None:
     root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
-        run = subprocess.run([sys.executable, "-m", "audio.recognizer_process", json.dumps(spec), "--check"],
-                             stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=timeout)
+        run = subprocess.run(
+            [sys.executable, "-m", "audio.recognizer_process", json.dumps(spec), "--check"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=env,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         raise ModelError(f"the model did not load within {timeout:g}s") from None
     first = run.stdout.split(b"\n", 1)[0]

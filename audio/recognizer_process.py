@@ -12,6 +12,7 @@ removes it when it ends. It never outlives the parent thread that started it (au
 With `--check` after SPEC it only loads the model (audio.model_check), says whether it could,
 and ends.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -88,10 +89,13 @@ def _serve(spec: dict, check: bool) -> None:
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)
-            result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"),
-                                      request.get("prompt"))
-            answer = {"segments": result.segments, "language": result.language,
-                      "language_probability": result.language_probability, "suppressed": result.suppressed}
+            result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"), request.get("prompt"))
+            answer = {
+                "segments": result.segments,
+                "language": result.language,
+                "language_probability": result.language_probability,
+                "suppressed": result.suppressed,
+            }
         except Exception as error:  # noqa: BLE001 - reported to the parent, which counts a failed attempt
             answer = {"error": f"{type(error).__name__}: {error}"}
         if trim is not None:
@@ -101,5 +105,8 @@ def _serve(spec: dict, check: bool) -> None:
 
 if __name__ == "__main__":
     options = sys.argv[2:]
-    main(json.loads(sys.argv[1]), check="--check" in options,
-         folder=options[options.index("--folder") + 1] if "--folder" in options else None)
+    main(
+        json.loads(sys.argv[1]),
+        check="--check" in options,
+        folder=options[options.index("--folder") + 1] if "--folder" in options else None,
+    )

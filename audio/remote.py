@@ -13,6 +13,7 @@ Nothing here retries by itself, so every try is one the database has counted.
 The API key goes only into the Authorization header. It is never logged, and error messages
 never carry it, even where a server quotes it back in its own error text.
 """
+
 from __future__ import annotations
 
 import io
@@ -43,6 +44,7 @@ CONNECT_TIMEOUT_SECONDS = 15.0
 
 # The language names the OpenAI API answers with (Whisper's own names, lower case), and a few
 # other spellings of them, to the codes the rest of the service uses.
+# fmt: off
 LANGUAGE_CODES = {
     "afrikaans": "af", "albanian": "sq", "amharic": "am", "arabic": "ar", "armenian": "hy",
     "assamese": "as", "azerbaijani": "az", "bashkir": "ba", "basque": "eu", "belarusian": "be",
@@ -67,6 +69,7 @@ LANGUAGE_CODES = {
     "turkish": "tr", "turkmen": "tk", "ukrainian": "uk", "urdu": "ur", "uzbek": "uz",
     "valencian": "ca", "vietnamese": "vi", "welsh": "cy", "yiddish": "yi", "yoruba": "yo",
 }
+# fmt: on
 
 _LANGUAGE_TAG = re.compile(r"^([a-z]{2,3})(?:[-_][a-z0-9]+)*$")
 
@@ -103,8 +106,7 @@ class OpenAIEngine:
 
     name = "openai"
 
-    def __init__(self, base_url: str, api_key: str | None, model: str = "whisper-1",
-                 timeout_seconds: float = 120.0):
+    def __init__(self, base_url: str, api_key: str | None, model: str = "whisper-1", timeout_seconds: float = 120.0):
         self.url = base_url.rstrip("/") + "/audio/transcriptions"
         self.model = model
         self._key = api_key or None
@@ -134,16 +136,25 @@ class OpenAIEngine:
             raise PermanentStepError(
                 HaltReason.ENGINE_REFUSED,
                 f"openai engine: a window of {len(audio)} bytes is over the endpoint's limit of "
-                f"{MAX_UPLOAD_BYTES} bytes")
-        fields = {"model": self.model, "response_format": "verbose_json",
-                  "timestamp_granularities[]": ["segment", "word"]}
+                f"{MAX_UPLOAD_BYTES} bytes",
+            )
+        fields = {
+            "model": self.model,
+            "response_format": "verbose_json",
+            "timestamp_granularities[]": ["segment", "word"],
+        }
         if language:
             fields["language"] = language
         if prompt:
             fields["prompt"] = prompt
         where = redact_url(self.url)
-        logger.debug("openai engine: sending {:.1f} s of audio to {} (model {}, language {})",
-                     duration, where, self.model, language or "detected")
+        logger.debug(
+            "openai engine: sending {:.1f} s of audio to {} (model {}, language {})",
+            duration,
+            where,
+            self.model,
+            language or "detected",
+        )
         began = time.monotonic()
         try:
             response = self._client.post(self.url, data=fields, files={"file": ("window.wav", audio, "audio/wav")})
@@ -151,15 +162,16 @@ class OpenAIEngine:
             raise RemoteEngineError(f"openai engine: no answer from {where} in time") from None
         except httpx.HTTPError as error:
             raise RemoteEngineError(
-                f"openai engine: cannot reach {where}: {self._clean(str(error)) or type(error).__name__}") from None
-        logger.debug("openai engine: {} answered {} in {:.1f} s", where, response.status_code,
-                     time.monotonic() - began)
+                f"openai engine: cannot reach {where}: {self._clean(str(error)) or type(error).__name__}"
+            ) from None
+        logger.debug("openai engine: {} answered {} in {:.1f} s", where, response.status_code, time.monotonic() - began)
         self._check(response, where)
         try:
             answer = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise RemoteEngineError(f"openai engine: {where} answered {response.status_code} "
-                                    "with something other than JSON") from None
+            raise RemoteEngineError(
+                f"openai engine: {where} answered {response.status_code} with something other than JSON"
+            ) from None
         if not isinstance(answer, dict):
             raise RemoteEngineError(f"openai engine: {where} answered with JSON that is not an object")
         return Recognized(segments(answer, duration), language_code(answer.get("language")) or language)
@@ -174,8 +186,11 @@ class OpenAIEngine:
             raise RemoteEngineError(message)
         if 300 <= status < 400:
             location = response.headers.get("location")
-            message += f" (redirected to {redact_url(location)}; set TRANSCRIBER_OPENAI_BASE_URL to it)" \
-                if location else " (a redirect)"
+            message += (
+                f" (redirected to {redact_url(location)}; set TRANSCRIBER_OPENAI_BASE_URL to it)"
+                if location
+                else " (a redirect)"
+            )
         raise PermanentStepError(HaltReason.ENGINE_REFUSED, message)
 
     def _clean(self, text: str) -> str:
@@ -185,7 +200,7 @@ class OpenAIEngine:
         if self._key:
             text = text.replace(self._key, "[key]")
             if len(self._key) >= 8:
-                pieces = {self._key[i:i + 8] for i in range(len(self._key) - 7)}
+                pieces = {self._key[i : i + 8] for i in range(len(self._key) - 7)}
                 text = " ".join("[key]" if any(p in word for p in pieces) else word for word in text.split(" "))
         return text[:ERROR_EXCERPT_CHARS] + ("…" if len(text) > ERROR_EXCERPT_CHARS else "")
 
@@ -204,7 +219,7 @@ def _error_text(response: httpx.Response) -> str:
         for key in ("error", "detail", "message"):
             if isinstance(body.get(key), str):
                 return body[key]
-    return json.dumps(body)[:ERROR_EXCERPT_CHARS * 2]
+    return json.dumps(body)[: ERROR_EXCERPT_CHARS * 2]
 
 
 def segments(answer: dict, duration: float) -> list[dict]:
@@ -221,8 +236,15 @@ def segments(answer: dict, duration: float) -> list[dict]:
             raise RemoteEngineError("openai engine: a segment in the answer is not an object")
         text = str(raw.get("text") or "").strip()
         start, end = _span(raw.get("start"), raw.get("end"), duration)
-        found.append({"start": start, "end": end, "text": text,
-                      "words": _words(raw.get("words"), duration), "_own": "words" in raw})
+        found.append(
+            {
+                "start": start,
+                "end": end,
+                "text": text,
+                "words": _words(raw.get("words"), duration),
+                "_own": "words" in raw,
+            }
+        )
     found.sort(key=lambda s: (s["start"], s["end"]))
     if not found:
         text = str(answer.get("text") or "").strip()

@@ -1,5 +1,6 @@
 """The media type of an uploaded recording, told from its first bytes (its container's magic),
 so a player gets the right Content-Type whatever the file was called."""
+
 from __future__ import annotations
 
 import mimetypes

@@ -6,6 +6,7 @@ groups the words it hears into transcript segments at pauses and at a longest le
 decoder adapts to the audio as it goes, so every window gets a new decoder: nothing one window
 leaves reaches the next.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,9 +22,9 @@ class PocketsphinxEngine:
     at most MAX_UTTERANCE seconds each)."""
 
     name = "pocketsphinx"
-    MAX_UTTERANCE = 15.0      # seconds of speech decoded at once
-    SEGMENT_PAUSE = 0.3       # a pause this long ends a segment
-    SEGMENT_LONGEST = 8.0     # and no segment runs longer
+    MAX_UTTERANCE = 15.0  # seconds of speech decoded at once
+    SEGMENT_PAUSE = 0.3  # a pause this long ends a segment
+    SEGMENT_LONGEST = 8.0  # and no segment runs longer
 
     def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
         """`prompt` is not used: pocketsphinx has no way to take one."""
@@ -34,7 +35,7 @@ class PocketsphinxEngine:
         frame_bytes = endpointer.frame_bytes
         whole = len(pcm) - len(pcm) % frame_bytes
         for at in range(0, whole, frame_bytes):
-            speech = endpointer.process(pcm[at:at + frame_bytes])
+            speech = endpointer.process(pcm[at : at + frame_bytes])
             if speech is not None:
                 utterance.add(speech, endpointer.speech_start, ended=not endpointer.in_speech)
         if endpointer.in_speech:
@@ -48,8 +49,14 @@ class PocketsphinxEngine:
     def words(self, decoder, start: float) -> list[Word]:
         """The words of the utterance just ended, timed from the window's start."""
         frame_seconds = 1.0 / decoder.config["frate"]
-        return [(_WORD_VARIANT.sub("", seg.word), start + seg.start_frame * frame_seconds,
-                 start + (seg.end_frame + 1) * frame_seconds) for seg in decoder.seg()]
+        return [
+            (
+                _WORD_VARIANT.sub("", seg.word),
+                start + seg.start_frame * frame_seconds,
+                start + (seg.end_frame + 1) * frame_seconds,
+            )
+            for seg in decoder.seg()
+        ]
 
 
 class _Utterance:
@@ -120,11 +127,16 @@ def _into_segments(words: list[Word], pause: float, longest: float) -> list[dict
 
     def close_segment():
         if open_segment:
-            segments.append({"start": rounded_seconds(open_segment[0][1]),
-                             "end": rounded_seconds(open_segment[-1][2]),
-                             "text": " ".join(w for w, _, _ in open_segment),
-                             "words": [{"word": w, "start": rounded_seconds(b), "end": rounded_seconds(e)}
-                                       for w, b, e in open_segment]})
+            segments.append(
+                {
+                    "start": rounded_seconds(open_segment[0][1]),
+                    "end": rounded_seconds(open_segment[-1][2]),
+                    "text": " ".join(w for w, _, _ in open_segment),
+                    "words": [
+                        {"word": w, "start": rounded_seconds(b), "end": rounded_seconds(e)} for w, b, e in open_segment
+                    ],
+                }
+            )
             open_segment.clear()
 
     for word, begin, end in words:

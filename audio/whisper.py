@@ -5,6 +5,7 @@ filter and no conditioning on a previous window's text: the same bytes give the 
 whatever ran before, in any worker. What Whisper's sampling fallback was for, a window stuck
 in a loop or text invented over silence, is handled by the guards (audio.guards) instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,20 +54,28 @@ class WhisperEngine:
     """
 
     name = "faster-whisper"
-    OPTIONS: ClassVar[dict[str, Any]] = dict(beam_size=5, temperature=0.0, vad_filter=False,
-                                             condition_on_previous_text=False, word_timestamps=True)
+    OPTIONS: ClassVar[dict[str, Any]] = dict(
+        beam_size=5, temperature=0.0, vad_filter=False, condition_on_previous_text=False, word_timestamps=True
+    )
     # what the second decoding of a looping window adds
     RETRY_OPTIONS: ClassVar[dict[str, Any]] = dict(no_repeat_ngram_size=4)
     # ... and of an implausible one
     STRICT_OPTIONS: ClassVar[dict[str, Any]] = dict(vad_filter=True, vad_parameters=VOICE, no_repeat_ngram_size=4)
 
-    def __init__(self, model: str, device: str = "cpu", threads: int = 0, download_root: str | None = None,
-                 compute: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        device: str = "cpu",
+        threads: int = 0,
+        download_root: str | None = None,
+        compute: str | None = None,
+    ):
         from faster_whisper import WhisperModel  # loaded only where this engine is built: it is heavy
 
         self.compute = compute or default_compute(device)
-        self.model = WhisperModel(model, device=device, compute_type=self.compute, cpu_threads=threads,
-                                  download_root=download_root)
+        self.model = WhisperModel(
+            model, device=device, compute_type=self.compute, cpu_threads=threads, download_root=download_root
+        )
 
     def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
         """`prompt`, the owner's words (names, jargon), is Whisper's initial prompt for this
@@ -84,8 +93,9 @@ class WhisperEngine:
         result = self._guarded(audio, language, **prompted, max_new_tokens=most)
         kept, suppressed = suppress(result.segments, voice)
         if suppressed:
-            strict = self._guarded(audio, language, **prompted, **self.STRICT_OPTIONS,
-                                   max_new_tokens=_most_tokens(voiced))
+            strict = self._guarded(
+                audio, language, **prompted, **self.STRICT_OPTIONS, max_new_tokens=_most_tokens(voiced)
+            )
             strict_kept, _ = suppress(confident(strict.segments), voice)
             kept, suppressed = fill_in(kept, suppressed, strict_kept)
         return Recognized([_plain(s) for s in kept], result.language, result.language_probability, suppressed)
@@ -111,11 +121,21 @@ class WhisperEngine:
             text = piece.text.strip()
             if not text:
                 continue
-            words = [{"word": w.word.strip(), "start": rounded_seconds(w.start), "end": rounded_seconds(w.end)}
-                     for w in (piece.words or []) if w.word.strip()]
-            segments.append({"start": rounded_seconds(piece.start), "end": rounded_seconds(piece.end),
-                             "text": text, "words": words, "no_speech_prob": piece.no_speech_prob,
-                             "avg_logprob": piece.avg_logprob})
+            words = [
+                {"word": w.word.strip(), "start": rounded_seconds(w.start), "end": rounded_seconds(w.end)}
+                for w in (piece.words or [])
+                if w.word.strip()
+            ]
+            segments.append(
+                {
+                    "start": rounded_seconds(piece.start),
+                    "end": rounded_seconds(piece.end),
+                    "text": text,
+                    "words": words,
+                    "no_speech_prob": piece.no_speech_prob,
+                    "avg_logprob": piece.avg_logprob,
+                }
+            )
         if segments and tokens >= extra.get("max_new_tokens", MOST_TOKENS + 8):
             segments[-1]["cut"] = True  # it ran into the cap: more text than the voice could hold
         detected = round(float(info.language_probability), 4) if language is None else None
@@ -133,8 +153,12 @@ def default_compute(device: str, flags: frozenset[str] | None = None, env=os.env
     flags = cpu_flags() if flags is None else flags
     if flags is None:
         return "int8"
-    capped = any(env.get(cap) and env[cap].upper() not in ("ALL", "DEFAULT")
-                 and not any(mark in env[cap].upper() for mark in _VNNI_CAPS) for cap in _CAPS)
+    capped = any(
+        env.get(cap)
+        and env[cap].upper() not in ("ALL", "DEFAULT")
+        and not any(mark in env[cap].upper() for mark in _VNNI_CAPS)
+        for cap in _CAPS
+    )
     return "int8" if flags & VNNI_FLAGS and not capped else "float32"
 
 
@@ -154,8 +178,10 @@ def voice_spans(audio) -> list[tuple[float, float]]:
     """Where the window has a voice, as (start, end) seconds: faster-whisper's Silero detector."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
-    return [(span["start"] / SAMPLE_RATE, span["end"] / SAMPLE_RATE)
-            for span in get_speech_timestamps(audio, VadOptions(**VOICE))]
+    return [
+        (span["start"] / SAMPLE_RATE, span["end"] / SAMPLE_RATE)
+        for span in get_speech_timestamps(audio, VadOptions(**VOICE))
+    ]
 
 
 def _most_tokens(seconds: float) -> int:

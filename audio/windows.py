@@ -5,6 +5,7 @@ The cuts depend only on the audio from a window's start onward. A run that resum
 checkpoint (a window boundary) therefore cuts the rest exactly as an uninterrupted run would,
 and recognises the same windows to the same text.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -13,9 +14,9 @@ import numpy as np
 
 from audio.decode import BYTES_PER_SECOND, SAMPLE_RATE
 
-WINDOW_SECONDS = 30.0        # Whisper's own input length; no window is longer
-SEARCH_SECONDS = 6.0         # the cut is sought in the last seconds of a full window
-FRAME_SECONDS = 0.05         # loudness is compared over frames this long
+WINDOW_SECONDS = 30.0  # Whisper's own input length; no window is longer
+SEARCH_SECONDS = 6.0  # the cut is sought in the last seconds of a full window
+FRAME_SECONDS = 0.05  # loudness is compared over frames this long
 
 WINDOW_BYTES = int(WINDOW_SECONDS * BYTES_PER_SECOND)
 _FRAME_SAMPLES = int(FRAME_SECONDS * SAMPLE_RATE)
@@ -27,7 +28,7 @@ def quietest_cut(window: bytes) -> int:
     samples = np.frombuffer(window, dtype=np.int16)
     frames = len(samples) // _FRAME_SAMPLES
     first = max(1, frames - int(SEARCH_SECONDS / FRAME_SECONDS))
-    tail = samples[first * _FRAME_SAMPLES: frames * _FRAME_SAMPLES].astype(np.int64)
+    tail = samples[first * _FRAME_SAMPLES : frames * _FRAME_SAMPLES].astype(np.int64)
     energy = (tail.reshape(-1, _FRAME_SAMPLES) ** 2).sum(axis=1)
     return (first + int(np.argmin(energy))) * _FRAME_SAMPLES * 2
 

@@ -5,6 +5,7 @@ A token is shown once, when it is made; only its hash is stored. Every token is 
 way: looked up by its hash (so the index compares hashes, not the secret) and then compared in
 constant time. The statements are in `queries/accounts.sql`.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -8,6 +8,7 @@ its claim. Blobs are taken apart in bounded batches too, once no record points a
 sweep finds what a crash left behind (an incomplete blob of a dead writer, or a blob let go and
 not yet deleted). The statements are in `queries/blobs.sql`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -40,8 +41,9 @@ class SweepPass:
     resume_after: int
 
 
-def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str,
-                 writer: Claim | None = None) -> tuple[int, int]:
+def write_chunks(
+    db: Database, pieces: Iterable[bytes], media_type: str, writer: Claim | None = None
+) -> tuple[int, int]:
     """Store a byte stream as a new, incomplete blob, each chunk committed on its own; its id and
     how many chunks it has. `writer` is the conversion's claim: a chunk is refused once that
     claim is no longer the record's (ClaimLost). Whatever stops the write midway (a refused
@@ -51,9 +53,16 @@ def write_chunks(db: Database, pieces: Iterable[bytes], media_type: str,
     if first is None:
         raise ValueError("nothing to store: the file is empty")
     with db.connection() as conn:
-        blob_id: int = only_row(conn.execute(query("create_blob"), {
-            "media_type": media_type, "writer_record_id": writer and writer.record_id,
-            "writer_token": writer and writer.token}))["id"]
+        blob_id: int = only_row(
+            conn.execute(
+                query("create_blob"),
+                {
+                    "media_type": media_type,
+                    "writer_record_id": writer and writer.record_id,
+                    "writer_token": writer and writer.token,
+                },
+            )
+        )["id"]
     written = 0
     try:
         for seq, chunk in enumerate(itertools.chain([first], chunks)):
@@ -83,8 +92,9 @@ def drop_blob(db: Database, blob_id: int, *, complete: bool = True, batch: int =
     finished it) or that a record points at is left alone."""
     while True:
         with db.connection() as conn:
-            row = only_row(conn.execute(query("delete_blob_chunks"),
-                                        {"blob_id": blob_id, "complete": complete, "batch": batch}))
+            row = only_row(
+                conn.execute(query("delete_blob_chunks"), {"blob_id": blob_id, "complete": complete, "batch": batch})
+            )
         if not row["doomed"]:
             return False
         if row["deleted"] < batch:
@@ -118,8 +128,9 @@ class Blobs:
         seq, skip = divmod(start_byte, CHUNK_BYTES)
         while True:
             with self.db.connection() as conn:
-                rows = conn.execute(query("read_chunks"),
-                                    {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
+                rows = conn.execute(
+                    query("read_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}
+                ).fetchall()
             for row in rows:
                 data = bytes(row["data"])
                 if skip:
@@ -134,8 +145,9 @@ class Blobs:
         """Delete a complete blob no record points at, in bounded batches."""
         return drop_blob(self.db, blob_id)
 
-    def sweep_orphan_blobs(self, grace_seconds: float, *, budget_seconds: float | None = None,
-                           after_id: int = 0, batch: int | None = None) -> SweepPass:
+    def sweep_orphan_blobs(
+        self, grace_seconds: float, *, budget_seconds: float | None = None, after_id: int = 0, batch: int | None = None
+    ) -> SweepPass:
         """Delete the blobs no record points at and nobody writes any more (left by a worker that
         died mid-conversion, or between a save that let audio go and its deletion), once
         `grace_seconds` old: keyset batches of `batch` blob ids from `after_id` on, each a short
@@ -146,8 +158,11 @@ class Blobs:
         removed = 0
         while True:
             with self.db.connection() as conn:
-                found = only_row(conn.execute(query("orphan_blobs"), {"after_id": after_id, "batch": batch,
-                                                                      "grace_seconds": grace_seconds}))
+                found = only_row(
+                    conn.execute(
+                        query("orphan_blobs"), {"after_id": after_id, "batch": batch, "grace_seconds": grace_seconds}
+                    )
+                )
             for blob_id, complete in zip(found["orphans"], found["complete"], strict=True):
                 removed += drop_blob(self.db, blob_id, complete=complete)
             if found["scanned"] < batch:

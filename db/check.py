@@ -1,4 +1,5 @@
 """The facts `transcriber check` judges, read from the whole database in one snapshot."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -33,8 +34,13 @@ class Facts:
             incomplete = conn.execute(query("check_incomplete_audio")).fetchall()
             windows = conn.execute(query("check_windows")).fetchall()
             saved_twice = conn.execute(query("check_saved_twice")).fetchall()
-        return {"now": now, "orphan_blobs": orphans, "incomplete_audio": incomplete, "windows": windows,
-                "saved_twice": saved_twice}
+        return {
+            "now": now,
+            "orphan_blobs": orphans,
+            "incomplete_audio": incomplete,
+            "windows": windows,
+            "saved_twice": saved_twice,
+        }
 
     @staticmethod
     def _records(conn: DictConnection) -> Iterator[DictRow]:

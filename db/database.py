@@ -1,4 +1,5 @@
 """The connection pool, the embedded server for machines without one, and migrations."""
+
 from __future__ import annotations
 
 import contextlib
@@ -41,8 +42,9 @@ class PooledConnection(psycopg.Connection[DictRow]):
         super().__init__(*args, **kwargs)
         self.statement_cursors: dict[tuple[bytes, bool], psycopg.Cursor[Any]] = {}
 
-    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
-            positional: bool = False) -> DictRow | TupleRow | None:
+    def one(
+        self, statement: QueryNoTemplate, params: Params | None = None, *, positional: bool = False
+    ) -> DictRow | TupleRow | None:
         """Run one statement; its first row (see `Database.one`)."""
         key = (statement, positional) if isinstance(statement, bytes) else None
         cursor = self.statement_cursors.get(key) if key is not None else None
@@ -117,19 +119,23 @@ class Database:
         return _Pinned(self._pool, self._pinned)
 
     @overload
-    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
-            positional: Literal[False] = False) -> DictRow | None: ...
+    def one(
+        self, statement: QueryNoTemplate, params: Params | None = None, *, positional: Literal[False] = False
+    ) -> DictRow | None: ...
 
     @overload
-    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
-            positional: Literal[True]) -> TupleRow | None: ...
+    def one(
+        self, statement: QueryNoTemplate, params: Params | None = None, *, positional: Literal[True]
+    ) -> TupleRow | None: ...
 
     @overload
-    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
-            positional: bool) -> DictRow | TupleRow | None: ...
+    def one(
+        self, statement: QueryNoTemplate, params: Params | None = None, *, positional: bool
+    ) -> DictRow | TupleRow | None: ...
 
-    def one(self, statement: QueryNoTemplate, params: Params | None = None, *,
-            positional: bool = False) -> DictRow | TupleRow | None:
+    def one(
+        self, statement: QueryNoTemplate, params: Params | None = None, *, positional: bool = False
+    ) -> DictRow | TupleRow | None:
         """Run one statement as its own transaction (a single round trip); its first row, a dict,
         or with `positional` a tuple in the statement's column order: cheaper to make, for the
         claim cycle's statements whose few columns the caller unpacks."""

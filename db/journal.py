@@ -1,6 +1,7 @@
 """The lines about a record that the store writes besides the journal's events of each statement:
 the log's context for a record and a claim, and the refusal a stale holder's write leaves behind
 in both the journal and the log (P3)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -9,7 +10,8 @@ from loguru import logger
 
 from db.queries import query
 from db.rows import DictConnection
-from domain.claims import Claim
+from domain.claims import Claim, HaltReason
+from domain.policy import StepPolicy
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -29,7 +31,41 @@ def claim_log(claim: Claim, event: str) -> Logger:
 def refuse(conn: DictConnection, claim: Claim, write: str) -> None:
     """A holder's write that took no effect, its claim having moved on: journaled as
     `save_refused`, and a warning in the log."""
-    conn.execute(query("journal_refusal"), {"id": claim.record_id, "step": claim.step.value, "token": claim.token,
-                                            "write": write})
-    claim_log(claim, "save_refused").warning("record {}: {} of a stale {} claim refused (the claim moved on)",
-                                             claim.record_id, write, claim.step)
+    conn.execute(
+        query("journal_refusal"),
+        {"id": claim.record_id, "step": claim.step.value, "token": claim.token, "write": write},
+    )
+    claim_log(claim, "save_refused").warning(
+        "record {}: {} of a stale {} claim refused (the claim moved on)", claim.record_id, write, claim.step
+    )
+
+
+def log_claimed(claim: Claim, policy: StepPolicy, lost_leases: int) -> None:
+    # the journal has every claim; the log shows them at DEBUG (nothing to format else). The
+    # record's context goes as keyword arguments, not a `bind`: loguru drops a line below its
+    # level before reading them, where a bind builds a logger every claim.
+    logger.debug(
+        "record {} claimed for {} (lease {:g}s)",
+        claim.record_id,
+        claim.step,
+        policy.lease_seconds,
+        record_id=claim.record_id,
+        stage=claim.step.source,
+        event="claimed",
+        step=claim.step.value,
+    )
+    if lost_leases:
+        claim_log(claim, "claimed").warning(
+            "record {}: {} earlier claim(s) for {} ran out of lease with nothing written (worker lost); it is "
+            "halted at {}",
+            claim.record_id,
+            lost_leases,
+            claim.step,
+            policy.max_lost_leases,
+        )
+
+
+def log_halt(claim: Claim, reason: HaltReason, error: str) -> None:
+    claim_log(claim, "halted").bind(reason=reason.value).error(
+        "record {} halted at stage {} ({}): {} ({})", claim.record_id, claim.step.source, claim.step, reason, error
+    )

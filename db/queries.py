@@ -7,6 +7,7 @@ step owns, the guards the domain's resume resets): `compose` fills it with `assi
 identifier or value from user input is ever formatted into a statement; values always travel as
 parameters.
 """
+
 from __future__ import annotations
 
 import re

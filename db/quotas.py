@@ -5,6 +5,7 @@ An upload is weighed twice: before its bytes are stored (a cheap read, so that a
 over the limit stores nothing at all) and in the transaction that accepts it, with the owner's
 row locked, so that two uploads racing at the limit cannot both pass.
 """
+
 from __future__ import annotations
 
 import enum
@@ -85,14 +86,21 @@ class Quotas:
 
     db: Database
 
-    def set_quota(self, name: str, *, seconds: float | _Keep | None = _KEEP,
-                  size_bytes: int | _Keep | None = _KEEP) -> bool:
+    def set_quota(
+        self, name: str, *, seconds: float | _Keep | None = _KEEP, size_bytes: int | _Keep | None = _KEEP
+    ) -> bool:
         """Set the owner's limits (None: no limit; left out: unchanged); False: no such owner."""
         with self.db.transaction() as conn:
-            row = conn.execute(query("set_quota"), {
-                "name": name, "set_seconds": seconds is not _KEEP, "seconds": None if seconds is _KEEP else seconds,
-                "set_bytes": size_bytes is not _KEEP,
-                "bytes": None if size_bytes is _KEEP else size_bytes}).fetchone()
+            row = conn.execute(
+                query("set_quota"),
+                {
+                    "name": name,
+                    "set_seconds": seconds is not _KEEP,
+                    "seconds": None if seconds is _KEEP else seconds,
+                    "set_bytes": size_bytes is not _KEEP,
+                    "bytes": None if size_bytes is _KEEP else size_bytes,
+                },
+            ).fetchone()
         if row is not None:
             logger.info("owner {} quota changed", name)
         return row is not None
@@ -111,8 +119,9 @@ class Quotas:
         with self.db.connection() as conn:
             return only_row(conn.execute(query("stored_bytes")))
 
-    def expire_audio(self, retention_seconds: float, *, budget_seconds: float | None = None,
-                     batch: int | None = None) -> ExpiryPass:
+    def expire_audio(
+        self, retention_seconds: float, *, budget_seconds: float | None = None, batch: int | None = None
+    ) -> ExpiryPass:
         """Let go of the original audio of done records created more than `retention_seconds`
         ago: batches of `batch` records, each one short fenced statement that journals
         `audio_expired`, then their blobs deleted in bounded batches. Stops when no due record
@@ -122,12 +131,20 @@ class Quotas:
         expired = 0
         while True:
             with self.db.connection() as conn:
-                found = only_row(conn.execute(query("expire_audio"), {
-                    "retention_seconds": retention_seconds, "retention_days": retention_seconds / 86400,
-                    "batch": batch}))
+                found = only_row(
+                    conn.execute(
+                        query("expire_audio"),
+                        {
+                            "retention_seconds": retention_seconds,
+                            "retention_days": retention_seconds / 86400,
+                            "batch": batch,
+                        },
+                    )
+                )
             for record_id in found["records"]:
                 record_log(record_id, "done", "audio_expired").info(
-                    "record {}: original audio expired (retention)", record_id)
+                    "record {}: original audio expired (retention)", record_id
+                )
             self._drop_expired(found["blobs"], found["sizes"])
             expired += len(found["records"])
             if found["looked_at"] < batch:

@@ -4,6 +4,7 @@ audio, and the counts of the status command and the metrics. Nothing here writes
 A card's columns are named once, by the `cards` view (db/schema.txt); the statements are in
 `queries/reads.sql`.
 """
+
 from __future__ import annotations
 
 from psycopg.rows import DictRow
@@ -27,8 +28,9 @@ class Reads:
     def list_card_rows(self, owner_id: int, limit: int, offset: int) -> tuple[list[DictRow], int]:
         """One page of the owner's cards, newest first, and how many records the owner has."""
         with self.db.transaction() as conn:
-            rows = conn.execute(query("list_cards"),
-                                {"owner_id": owner_id, "limit": limit, "offset": offset}).fetchall()
+            rows = conn.execute(
+                query("list_cards"), {"owner_id": owner_id, "limit": limit, "offset": offset}
+            ).fetchall()
             total: int = only_row(conn.execute(query("count_records"), {"owner_id": owner_id}))["total"]
         return rows, total
 

@@ -1,6 +1,7 @@
 """A record's life outside the pipeline: intake creates it, its owner edits it, a human deletes it
 for good. The statements are in `queries/records.sql`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -22,22 +23,49 @@ class Records:
 
     db: Database
 
-    def accept(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
-               media_type: str = "application/octet-stream", language: str | None = None,
-               prompt: str | None = None, declared_seconds: float | None = None,
-               expected_bytes: int | None = None) -> int:
+    def accept(
+        self,
+        owner_id: int,
+        pieces: Iterable[bytes],
+        *,
+        title: str = "",
+        source_name: str = "",
+        media_type: str = "application/octet-stream",
+        language: str | None = None,
+        prompt: str | None = None,
+        declared_seconds: float | None = None,
+        expected_bytes: int | None = None,
+    ) -> int:
         """`store_recording` with no earlier upload to repeat: the new record's id. The bytes are
         stored as given, without intake's checks (`service.intake.accept_recording` is the way
         in for users); the tests and benchmarks make their records this way."""
-        return self.store_recording(owner_id, pieces, title=title, source_name=source_name, media_type=media_type,
-                                    language=language, prompt=prompt, declared_seconds=declared_seconds,
-                                    expected_bytes=expected_bytes)[0]
+        return self.store_recording(
+            owner_id,
+            pieces,
+            title=title,
+            source_name=source_name,
+            media_type=media_type,
+            language=language,
+            prompt=prompt,
+            declared_seconds=declared_seconds,
+            expected_bytes=expected_bytes,
+        )[0]
 
-    def store_recording(self, owner_id: int, pieces: Iterable[bytes], *, title: str = "", source_name: str = "",
-                        media_type: str = "application/octet-stream", language: str | None = None,
-                        prompt: str | None = None, declared_seconds: float | None = None,
-                        expected_bytes: int | None = None, same: SameUpload | None = None,
-                        speakers: str = "auto") -> tuple[int, bool]:
+    def store_recording(
+        self,
+        owner_id: int,
+        pieces: Iterable[bytes],
+        *,
+        title: str = "",
+        source_name: str = "",
+        media_type: str = "application/octet-stream",
+        language: str | None = None,
+        prompt: str | None = None,
+        declared_seconds: float | None = None,
+        expected_bytes: int | None = None,
+        same: SameUpload | None = None,
+        speakers: str = "auto",
+    ) -> tuple[int, bool]:
         """Store the original audio and create its record at stage created, unless `same` says
         an earlier upload already made it (`db.uploads`): the record's id, and whether it is new.
 
@@ -62,9 +90,19 @@ class Records:
                     if size is None:
                         raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
                     hold_quota(conn, owner_id, declared_seconds, size)
-                    record_id = _insert_record(conn, owner_id, blob_id, size, same, title=title,
-                                               source_name=source_name, language=language, prompt=prompt,
-                                               intake_seconds=declared_seconds, speakers_wanted=speakers)
+                    record_id = _insert_record(
+                        conn,
+                        owner_id,
+                        blob_id,
+                        size,
+                        same,
+                        title=title,
+                        source_name=source_name,
+                        language=language,
+                        prompt=prompt,
+                        intake_seconds=declared_seconds,
+                        speakers_wanted=speakers,
+                    )
         except QuotaExceeded as refused:
             discard_blob(self.db, blob_id, complete=False)
             logger.info("an upload of owner {} refused: {} quota", owner_id, refused.over.kind)
@@ -79,8 +117,15 @@ class Records:
         record_log(record_id, "created", "accepted").info("record {} accepted ({} bytes)", record_id, size)
         return record_id, True
 
-    def edit(self, record_id: int, owner_id: int, *, title: str | None = None, summary: str | None = None,
-             topics: list[str] | None = None) -> bool:
+    def edit(
+        self,
+        record_id: int,
+        owner_id: int,
+        *,
+        title: str | None = None,
+        summary: str | None = None,
+        topics: list[str] | None = None,
+    ) -> bool:
         """The owner's edit of the fields the pipeline never writes; None leaves a field alone.
         False when the owner has no such record."""
         with self.db.transaction() as conn:
@@ -114,12 +159,19 @@ class Records:
         return stage
 
 
-def _insert_record(conn: DictConnection, owner_id: int, blob_id: int, size: int, same: SameUpload | None,
-                   **columns: object) -> int:
+def _insert_record(
+    conn: DictConnection, owner_id: int, blob_id: int, size: int, same: SameUpload | None, **columns: object
+) -> int:
     """The new record, queued for its first step, inside intake's transaction; with `same`, the
     upload's key or bytes kept to answer a repeat."""
-    params = {"owner_id": owner_id, "blob_id": blob_id, "size_bytes": size, "content_sha256": same and same.sha256,
-              "first_step": Step.first().value, **columns}
+    params = {
+        "owner_id": owner_id,
+        "blob_id": blob_id,
+        "size_bytes": size,
+        "content_sha256": same and same.sha256,
+        "first_step": Step.first().value,
+        **columns,
+    }
     record_id: int = only_row(conn.execute(query("accept_record"), params))["id"]
     if same is not None:
         keep_key(conn, owner_id, same, record_id)

@@ -6,6 +6,7 @@ more client CPU than its three statements' tuple rows. The names are still read 
 each result, so a result of another shape (a migration that adds or renames a column) gets names
 of its own: only their decoding is kept.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

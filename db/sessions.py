@@ -6,6 +6,7 @@ token the account had at sign-in, the CSRF token and the times. A session acts f
 while that account's token is unchanged: a replaced token ends its sessions in every process at
 the very next request, without any process keeping a copy of a token.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -31,9 +32,15 @@ class SessionRows:
         if kind not in KINDS:
             raise ValueError(f"unknown session kind {kind!r}")
         session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
-        row = self.db.one(query(f"open_{kind}_session"),
-                          {"id_hash": hash_token(session_id), "csrf": csrf, "token_hash": hash_token(token),
-                           "lifetime": lifetime_seconds})
+        row = self.db.one(
+            query(f"open_{kind}_session"),
+            {
+                "id_hash": hash_token(session_id),
+                "csrf": csrf,
+                "token_hash": hash_token(token),
+                "lifetime": lifetime_seconds,
+            },
+        )
         return (session_id, csrf) if row is not None else None
 
     def live_session(self, session_id: str | None, kind: str, idle_seconds: float) -> DictRow | None:
@@ -41,8 +48,9 @@ class SessionRows:
         operator is never disabled), or None."""
         if not session_id:
             return None
-        return self.db.one(query("live_session"),
-                           {"id_hash": hash_token(session_id), "kind": kind, "idle": idle_seconds})
+        return self.db.one(
+            query("live_session"), {"id_hash": hash_token(session_id), "kind": kind, "idle": idle_seconds}
+        )
 
     def end_session(self, session_id: str | None) -> None:
         if session_id:

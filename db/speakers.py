@@ -1,5 +1,6 @@
 """The diarize step's own reads, and the owner's names for the speakers. The step is claimed,
 checkpointed, saved, failed and halted by the protocol every step shares (`db.pipeline`)."""
+
 from __future__ import annotations
 
 from psycopg.rows import DictRow
@@ -24,6 +25,7 @@ class Speakers:
         name away); False when the owner has no such record."""
         names = {label: (name or None) for label, name in names.items()}
         with self.db.transaction() as conn:
-            row = conn.execute(query("name_speakers"),
-                               {"id": record_id, "owner_id": owner_id, "names": Jsonb(names)}).fetchone()
+            row = conn.execute(
+                query("name_speakers"), {"id": record_id, "owner_id": owner_id, "names": Jsonb(names)}
+            ).fetchone()
         return row is not None

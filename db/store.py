@@ -7,6 +7,7 @@ and operator accounts (`db.accounts`), browser sessions (`db.sessions`), audio b
 (`db.uploads`), the diarize step's reads and speaker names (`db.speakers`), and quotas and audio
 retention (`db.quotas`). No part builds SQL from user input.
 """
+
 from __future__ import annotations
 
 from db.accounts import Accounts

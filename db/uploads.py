@@ -7,6 +7,7 @@ The decision is taken inside the transaction that would insert the record, under
 owner and the key (or the bytes), so two such requests at once make one record. The statements
 are in `queries/uploads.sql`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,8 +61,10 @@ def earlier_record(conn: DictConnection, owner_id: int, same: SameUpload, *, loc
             raise UploadKeyReused(same.key)
         by_key: int = row["record_id"]
         return by_key
-    row = conn.execute(query("upload_in_flight"), {"owner_id": owner_id, "content_sha256": same.sha256,
-                                                   "window_seconds": RETRY_WINDOW_SECONDS}).fetchone()
+    row = conn.execute(
+        query("upload_in_flight"),
+        {"owner_id": owner_id, "content_sha256": same.sha256, "window_seconds": RETRY_WINDOW_SECONDS},
+    ).fetchone()
     in_flight: int | None = None if row is None else row["id"]
     return in_flight
 
@@ -69,8 +72,10 @@ def earlier_record(conn: DictConnection, owner_id: int, same: SameUpload, *, loc
 def keep_key(conn: DictConnection, owner_id: int, same: SameUpload, record_id: int) -> None:
     """Remember the owner's key for the record just made, in the same transaction."""
     if same.key is not None:
-        conn.execute(query("keep_upload_key"), {"owner_id": owner_id, "key": same.key,
-                                                "content_sha256": same.sha256, "record_id": record_id})
+        conn.execute(
+            query("keep_upload_key"),
+            {"owner_id": owner_id, "key": same.key, "content_sha256": same.sha256, "record_id": record_id},
+        )
 
 
 class UploadKeys:
@@ -84,23 +89,32 @@ class UploadKeys:
         with self.db.connection() as conn:
             return earlier_record(conn, owner_id, same, lock=False)
 
-    def unfinished_uploads(self, owner_id: int, sha256: bytes, *, prompt: str | None, speakers: str,
-                           language: str | None) -> list[DictRow]:
+    def unfinished_uploads(
+        self, owner_id: int, sha256: bytes, *, prompt: str | None, speakers: str, language: str | None
+    ) -> list[DictRow]:
         """The owner's records of these bytes that an earlier run left unfinished, asked for
         alike, the oldest first: record_id, step, claim_token, claim_holder and whether a claim holds it
         (see the query `upload_unfinished`)."""
         with self.db.connection() as conn:
-            return conn.execute(query("upload_unfinished"), {
-                "owner_id": owner_id, "content_sha256": sha256, "prompt": prompt, "speakers": speakers,
-                "language": language}).fetchall()
+            return conn.execute(
+                query("upload_unfinished"),
+                {
+                    "owner_id": owner_id,
+                    "content_sha256": sha256,
+                    "prompt": prompt,
+                    "speakers": speakers,
+                    "language": language,
+                },
+            ).fetchall()
 
     def sweep_upload_keys(self, keep_seconds: float = KEY_KEEP_SECONDS, batch: int = SWEEP_KEYS_BATCH) -> int:
         """Delete the keys older than `keep_seconds`, in bounded batches; how many went."""
         removed = 0
         while True:
             with self.db.connection() as conn:
-                deleted = conn.execute(query("sweep_upload_keys"),
-                                       {"keep_seconds": keep_seconds, "batch": batch}).rowcount
+                deleted = conn.execute(
+                    query("sweep_upload_keys"), {"keep_seconds": keep_seconds, "batch": batch}
+                ).rowcount
             removed += deleted
             if deleted < batch:
                 return removed

@@ -15,6 +15,7 @@ duplicate costs one empty claim. The connection is re-made whenever it is lost (
 restarted, the backend was terminated, the network dropped); right after every (re)connect a
 wake-up for every step is reported, because notifications sent meanwhile were not heard.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -90,8 +91,10 @@ class Listener:
             # whatever else already arrived, without waiting again
             found += [parse(n.payload) for n in self._conn.notifies(timeout=0)]
         except psycopg.Error as error:
-            logger.warning("wake-up listener lost its database connection ({}); reconnecting, "
-                           "the tick still runs", type(error).__name__)
+            logger.warning(
+                "wake-up listener lost its database connection ({}); reconnecting, the tick still runs",
+                type(error).__name__,
+            )
             self.close()
             return []
         return [w for w in found if w is not None]
@@ -99,15 +102,23 @@ class Listener:
     def _connect(self, timeout: float) -> list[Wakeup]:
         conn = None
         try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                                   application_name=f"{APPLICATION} {os.getpid()}", **KEEPALIVES)
+            conn = psycopg.connect(
+                self.url,
+                autocommit=True,
+                connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                application_name=f"{APPLICATION} {os.getpid()}",
+                **KEEPALIVES,
+            )
         except psycopg.Error as error:
             if conn is not None:
                 conn.close()
             pause = RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS) - 1)]
             if self._failures == 0:
-                logger.warning("wake-up listener cannot reach the database at {} ({}); retrying",
-                               redact_url(self.url), type(error).__name__)
+                logger.warning(
+                    "wake-up listener cannot reach the database at {} ({}); retrying",
+                    redact_url(self.url),
+                    type(error).__name__,
+                )
             self._failures += 1
             time.sleep(min(pause, timeout))
             return []
@@ -132,8 +143,10 @@ class Listener:
                     return []
             conn.execute(query("listen_wakeups"))
         except psycopg.Error as error:
-            logger.warning("wake-up listener lost its database connection ({}); reconnecting, "
-                           "the tick still runs", type(error).__name__)
+            logger.warning(
+                "wake-up listener lost its database connection ({}); reconnecting, the tick still runs",
+                type(error).__name__,
+            )
             self.close()
             return []
         self.forwarding = True

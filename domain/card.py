@@ -1,4 +1,5 @@
 """The record card: what an owner (and the operator) sees of a record."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -39,8 +40,7 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
         "stage": row["stage"],
         "halt": halt,
         "attempts": row["failures"] or 0,
-        "working": row["halted_at"] is None and row["lease_expires_at"] is not None
-        and row["lease_expires_at"] > now,
+        "working": row["halted_at"] is None and row["lease_expires_at"] is not None and row["lease_expires_at"] > now,
         "retry_after": _iso(retry_after) if waiting else None,
         "retry_in_seconds": round((retry_after - now).total_seconds(), 1) if waiting else None,
         "created_at": _iso(row["created_at"]),
@@ -48,7 +48,8 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
         "source_name": row["source_name"],
         "duration_seconds": row["duration_seconds"],
         # while a step runs, how far it got; between runs, how far its checkpoints got
-        "progress_seconds": row["progress_seconds"] if row["progress_seconds"] is not None
+        "progress_seconds": row["progress_seconds"]
+        if row["progress_seconds"] is not None
         else (row.get("checkpoint_seconds") or None),
         "engine": row["engine"],
         "language": row["language"],
@@ -69,11 +70,20 @@ def speakers(row: Mapping[str, Any]) -> dict[str, Any]:
     served without speakers; reason and error say why) or off (not asked for, or the service
     does not diarize). `asked`: auto, off or a number; `names`: the owner's."""
     asked = row.get("speakers_wanted", "auto")
-    view = {"state": "off", "reason": None, "error": None, "asked": asked,
-            "names": dict(row.get("speaker_names") or {})}
+    view = {
+        "state": "off",
+        "reason": None,
+        "error": None,
+        "asked": asked,
+        "names": dict(row.get("speaker_names") or {}),
+    }
     if row.get("speakers_halt_reason"):
-        return {**view, "state": "halted", "reason": row["speakers_halt_reason"],
-                "error": row.get("speakers_halt_error")}
+        return {
+            **view,
+            "state": "halted",
+            "reason": row["speakers_halt_reason"],
+            "error": row.get("speakers_halt_error"),
+        }
     if row.get("speakers_found"):
         return {**view, "state": "done"}
     if row.get("speakers_queued"):

@@ -1,4 +1,5 @@
 """What a claim hands a worker, and why a record may stop."""
+
 from __future__ import annotations
 
 import enum
@@ -47,9 +48,9 @@ class HaltReason(enum.StrEnum):
     ATTEMPTS_EXHAUSTED = "attempts_exhausted"
     STAGE_TIME_LIMIT = "stage_time_limit"
     UNDECODABLE_AUDIO = "undecodable_audio"
-    AUDIO_TOO_LONG = "audio_too_long"        # longer than TRANSCRIBER_MAX_AUDIO_SECONDS
-    WORKER_LOST = "worker_lost"              # its claims kept dying with their worker
-    ENGINE_REFUSED = "engine_refused"        # the recognizer refused it in a way no retry mends
+    AUDIO_TOO_LONG = "audio_too_long"  # longer than TRANSCRIBER_MAX_AUDIO_SECONDS
+    WORKER_LOST = "worker_lost"  # its claims kept dying with their worker
+    ENGINE_REFUSED = "engine_refused"  # the recognizer refused it in a way no retry mends
     # speakers only (the record stays done): the original was deleted by retention before
     # diarization could decode it again
     AUDIO_EXPIRED = "audio_expired"

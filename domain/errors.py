@@ -6,6 +6,7 @@ the HTTP API answers it as `error` (`web.errors` alone chooses the HTTP status f
 script may match on it, and a message may be reworded freely beside it. A class gives its code
 on its own line, `class NotHalted(TranscriberError, code="not_halted")`; one that gives none
 keeps its parent's."""
+
 from __future__ import annotations
 
 

@@ -8,6 +8,7 @@ and process-id namespace), which process, and when that process started (a proce
 tells the two apart). Only a holder of this machine and this boot is ever judged; any other is
 taken to be alive until its lease runs out.
 """
+
 from __future__ import annotations
 
 import os

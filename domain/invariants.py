@@ -9,6 +9,7 @@ points only at complete audio and lets its converted audio go once done, its rec
 run end to end from 0 to where recognition stands, and no save is made twice (two holders both
 saved).
 """
+
 from __future__ import annotations
 
 import enum
@@ -66,8 +67,12 @@ class Report:
         return not self.violations
 
     def as_json(self) -> dict[str, Any]:
-        return {"ok": self.sound, "records": sum(self.counts.values()), "states": self.counts,
-                "violations": [asdict(v) for v in self.violations]}
+        return {
+            "ok": self.sound,
+            "records": sum(self.counts.values()),
+            "states": self.counts,
+            "violations": [asdict(v) for v in self.violations],
+        }
 
 
 def judge_record(row: Row, now: datetime) -> tuple[State | None, list[Violation]]:
@@ -80,14 +85,19 @@ def judge_record(row: Row, now: datetime) -> tuple[State | None, list[Violation]
         found.append(Violation(rule, message, record=row["id"]))
 
     if row["steps_out_of_stage"]:
-        broken("step_out_of_stage", f"waits for {row['steps_out_of_stage']} step(s) of another stage than its "
-               f"own ({row['stage']}): two holders saved, or a row was left behind")
+        broken(
+            "step_out_of_stage",
+            f"waits for {row['steps_out_of_stage']} step(s) of another stage than its "
+            f"own ({row['stage']}): two holders saved, or a row was left behind",
+        )
     if row["stage"] == Stage.DONE:
         if not row["has_text"]:
             broken("done_without_text", "done without text")
         if row["keeps_converted_audio"]:
-            broken("converted_audio_kept", "done, yet still points at its converted audio (the save that "
-                   "reaches done lets it go)")
+            broken(
+                "converted_audio_kept",
+                "done, yet still points at its converted audio (the save that reaches done lets it go)",
+            )
         return State.DONE, found  # a halt of its diarize step leaves it done
     if row["stage"] not in {stage.value for stage in Stage}:
         broken("unknown_stage", f"at an unknown stage {row['stage']!r}")
@@ -122,8 +132,10 @@ def _step_violations(row: Row, now: datetime) -> list[Violation]:
     if lease is not None and token is None:
         broken("lease_without_token", "holds a lease without a claim token: no holder can save or renew it")
     if lease is not None and lease > now + timedelta(seconds=LONGEST_LEASE_SECONDS):
-        broken("lease_beyond_any_claim", f"claimed until {lease.isoformat()}, further than any lease a "
-               "claim gives: out of reach of every worker")
+        broken(
+            "lease_beyond_any_claim",
+            f"claimed until {lease.isoformat()}, further than any lease a claim gives: out of reach of every worker",
+        )
     if pause is not None and pause > now + timedelta(seconds=MAX_PAUSE_SECONDS):
         broken("pause_beyond_any_retry", f"paused until {pause.isoformat()}, longer than any retry pause")
     if row["halted"]:
@@ -135,28 +147,38 @@ def _step_violations(row: Row, now: datetime) -> list[Violation]:
 
 
 def orphan_violation(blob: Row, grace_seconds: float) -> Violation:
-    return Violation("orphaned_audio", f"audio ({blob['size_bytes']} bytes, stored {blob['created_at'].isoformat()}) "
-                     f"that no record points at, older than the sweep's grace of {grace_seconds:g}s",
-                     blob=blob["id"])
+    return Violation(
+        "orphaned_audio",
+        f"audio ({blob['size_bytes']} bytes, stored {blob['created_at'].isoformat()}) "
+        f"that no record points at, older than the sweep's grace of {grace_seconds:g}s",
+        blob=blob["id"],
+    )
 
 
 def incomplete_audio_violation(row: Row) -> Violation:
-    return Violation("points_at_incomplete_audio", f"points at audio blob {row['blob_id']}, which was never "
-                     "marked complete (a blob is usable only once complete)", record=row["record_id"])
+    return Violation(
+        "points_at_incomplete_audio",
+        f"points at audio blob {row['blob_id']}, which was never marked complete (a blob is usable only once complete)",
+        record=row["record_id"],
+    )
 
 
 def windows_violation(row: Row) -> Violation:
-    return Violation("windows_out_of_line", f"its recognised windows do not run end to end from 0 to "
-                     f"{row['recognized_seconds']:g}s ({row['breaks']} break(s), the last ending at "
-                     f"{row['last_end'] or 0:g}s)", record=row["record_id"])
+    return Violation(
+        "windows_out_of_line",
+        f"its recognised windows do not run end to end from 0 to "
+        f"{row['recognized_seconds']:g}s ({row['breaks']} break(s), the last ending at "
+        f"{row['last_end'] or 0:g}s)",
+        record=row["record_id"],
+    )
 
 
 def saved_twice_violation(row: Row) -> Violation:
     if row["kind"] == "speakers_saved":
-        return Violation("speakers_saved_twice", f"its speakers were saved {row['times']} times",
-                         record=row["record_id"])
-    return Violation("advanced_twice", f"reached stage {row['stage']} {row['times']} times",
-                     record=row["record_id"])
+        return Violation(
+            "speakers_saved_twice", f"its speakers were saved {row['times']} times", record=row["record_id"]
+        )
+    return Violation("advanced_twice", f"reached stage {row['stage']} {row['times']} times", record=row["record_id"])
 
 
 class Snapshot(TypedDict):

@@ -4,6 +4,7 @@ An owner holds one API token at a time. A new token replaces the old one at once
 owner's token is refused until the owner is enabled again, and then works as before. Records
 are never touched by either: they stay in the pipeline and keep their owner.
 """
+
 from __future__ import annotations
 
 import unicodedata

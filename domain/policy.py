@@ -1,8 +1,10 @@
 """Per-step policy: lease, time limit in the stage, attempts and the retry pause."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from domain.claims import HaltReason
 from domain.stages import Step
 
 # A pause never grows past a day: beyond that a retry is no longer a retry but a forgotten record.
@@ -27,6 +29,22 @@ class StepPolicy:
 
     def exhausted(self, failures: int) -> bool:
         return failures >= self.max_attempts
+
+    def halt_on_claim(self, step: Step, overdue: bool, lost_leases: int) -> tuple[HaltReason, str] | None:
+        """Why a record just claimed for `step` must be halted by its claimer instead of worked, if
+        it must (P4): it waited for the step past the time limit (`overdue`), or too many of its
+        leases were lost."""
+        if overdue:
+            return (
+                HaltReason.STAGE_TIME_LIMIT,
+                f"stayed in stage {step.source} longer than {self.time_limit_seconds:g}s",
+            )
+        if self.worker_lost(lost_leases):
+            return HaltReason.WORKER_LOST, (
+                f"{lost_leases} claims for {step} ran out of lease with nothing written: its worker died or "
+                f"hung each time (TRANSCRIBER_MAX_LOST_LEASES={self.max_lost_leases})"
+            )
+        return None
 
     def worker_lost(self, lost_leases: int) -> bool:
         """Whether a record whose claims ran out of lease `lost_leases` times (each time its

@@ -6,6 +6,7 @@ length once converted, the length its file declared until then) and the bytes of
 still kept (retention and deletion give storage back; converted audio is working space, held
 only while a record is recognised, and not counted).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -44,18 +45,26 @@ class OverQuota:
     def message(self) -> str:
         if self.kind == "hours":
             adding = "" if self.adding is None else f" + {self.adding / HOUR:.2f} h in this file"
-            return (f"quota exceeded: audio hours {self.used / HOUR:.2f} h used{adding}, over the limit of "
-                    f"{round(self.limit / HOUR, 4):g} h")
+            return (
+                f"quota exceeded: audio hours {self.used / HOUR:.2f} h used{adding}, over the limit of "
+                f"{round(self.limit / HOUR, 4):g} h"
+            )
         adding_bytes = self.adding or 0  # a storage refusal always knows its file's size
-        return (f"quota exceeded: storage {self.used / MB:.2f} MB used + {adding_bytes / MB:.2f} MB in this file, "
-                f"over the limit of {round(self.limit / MB, 4):g} MB")
+        return (
+            f"quota exceeded: storage {self.used / MB:.2f} MB used + {adding_bytes / MB:.2f} MB in this file, "
+            f"over the limit of {round(self.limit / MB, 4):g} MB"
+        )
 
     def details(self) -> dict[str, Any]:
         """The same as numbers, in the units the quota is set in (hours, MB)."""
         unit = HOUR if self.kind == "hours" else MB
-        return {"quota": self.kind, "limit": round(self.limit / unit, 6), "used": round(self.used / unit, 6),
-                "adding": None if self.adding is None else round(self.adding / unit, 6),
-                "unit": "hours" if self.kind == "hours" else "MB"}
+        return {
+            "quota": self.kind,
+            "limit": round(self.limit / unit, 6),
+            "used": round(self.used / unit, 6),
+            "adding": None if self.adding is None else round(self.adding / unit, 6),
+            "unit": "hours" if self.kind == "hours" else "MB",
+        }
 
 
 def over_quota(quota: Quota, used: Usage, adding_seconds: float | None, adding_bytes: int) -> OverQuota | None:
@@ -86,6 +95,8 @@ def usage_view(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "audio_hours": round(float(row["audio_seconds"]) / HOUR, 4),
         "stored_bytes": int(row["stored_bytes"]),
-        "quota": {"hours": None if row["quota_seconds"] is None else round(row["quota_seconds"] / HOUR, 6),
-                  "storage_mb": None if row["quota_bytes"] is None else round(row["quota_bytes"] / MB, 4)},
+        "quota": {
+            "hours": None if row["quota_seconds"] is None else round(row["quota_seconds"] / HOUR, 6),
+            "storage_mb": None if row["quota_bytes"] is None else round(row["quota_bytes"] / MB, 4),
+        },
     }

@@ -5,6 +5,7 @@ One rule for every address the service is given — the database (a URL or a lib
 parameter that carries a key or a token, is shown as `***`; everything else stays, so the
 message still says where the service tried to go.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Resume: the one action that returns a halted record to work (P5)."""
+
 from __future__ import annotations
 
 from typing import Protocol

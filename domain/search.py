@@ -5,6 +5,7 @@ operators, anything else is a word), so the text is passed to it whole, as a par
 are decided here: the bounds on what is accepted, and the last word typed, which is matched as a
 prefix (`pipel` finds "pipeline"), the way a search box is expected to behave while one types.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,9 +14,9 @@ from typing import Any
 
 from domain.errors import TranscriberError
 
-MAX_QUERY_CHARS = 1000      # longer text is refused: no one types a longer query
-MAX_QUERY_WORDS = 64        # so is text of more words: each is a term every candidate row is tested for
-MARK_START, MARK_STOP = "<mark>", "</mark>"   # around matched words in a snippet
+MAX_QUERY_CHARS = 1000  # longer text is refused: no one types a longer query
+MAX_QUERY_WORDS = 64  # so is text of more words: each is a term every candidate row is tested for
+MARK_START, MARK_STOP = "<mark>", "</mark>"  # around matched words in a snippet
 # hits counted and ranked at most: past it, the count is "at least" this many and the page is the
 # best of this many (a common word of an owner of 100 hours matches tens of thousands of segments;
 # reading and ranking them all costs more than the 50 ms a search may take, BENCHMARKS.md, Search)

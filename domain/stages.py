@@ -1,4 +1,5 @@
 """Stages a record reaches, and the steps that take it from one to the next."""
+
 from __future__ import annotations
 
 import enum

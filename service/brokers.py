@@ -1,5 +1,6 @@
 """The broker from TRANSCRIBER_BROKER_URL. It only carries "try to claim" wake-ups: PostgreSQL
 holds all state, so a lost or duplicated message never loses or doubles work."""
+
 from __future__ import annotations
 
 import contextlib
@@ -62,8 +63,12 @@ def make_broker(url: str | None) -> dramatiq.Broker:
         from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
         parts = urlsplit(url)
-        query = {"connection_attempts": "1", "stack_timeout": str(CONNECT_TIMEOUT_SECONDS),
-                 "socket_timeout": str(CONNECT_TIMEOUT_SECONDS), **dict(parse_qsl(parts.query))}
+        query = {
+            "connection_attempts": "1",
+            "stack_timeout": str(CONNECT_TIMEOUT_SECONDS),
+            "socket_timeout": str(CONNECT_TIMEOUT_SECONDS),
+            **dict(parse_qsl(parts.query)),
+        }
         return RabbitmqBroker(url=urlunsplit(parts._replace(query=urlencode(query))))
     raise BrokerUnavailable(f"unsupported broker URL scheme {scheme!r}")
 

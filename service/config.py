@@ -3,6 +3,7 @@
 Each setting is declared once, in SETTINGS: its variable, how it is read and checked, its
 default and what it means. `load` reads the environment through those declarations, and the
 table of docs/operations.md is printed from them (`python -m service.config --markdown`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -74,17 +75,30 @@ def _of_step(step: Step, what: str) -> str:
 def _per_step() -> tuple[Setting, ...]:
     """The lease and the time limit in the stage: the same two settings for every step, each
     with the step's own default (domain.policy)."""
-    leases = (Setting(
-        _of_step(step, "LEASE_SECONDS"), written(DEFAULT_LEASE_SECONDS[step]),
-        f"how long a {step} claim holds unrenewed (renewed while the step runs): a worker that dies "
-        f"lets it run out, and another worker takes the record up", number(1, DAY)) for step in Step)
-    limits = (Setting(
-        _of_step(step, "TIME_LIMIT_SECONDS"), written(DEFAULT_TIME_LIMIT_SECONDS[step]),
-        f"how long a record may wait for and spend in the {step} step before it is halted",
-        number(1, LONGEST_TIME_LIMIT_SECONDS)) for step in Step)
+    leases = (
+        Setting(
+            _of_step(step, "LEASE_SECONDS"),
+            written(DEFAULT_LEASE_SECONDS[step]),
+            f"how long a {step} claim holds unrenewed (renewed while the step runs): a worker that dies "
+            f"lets it run out, and another worker takes the record up",
+            number(1, DAY),
+        )
+        for step in Step
+    )
+    limits = (
+        Setting(
+            _of_step(step, "TIME_LIMIT_SECONDS"),
+            written(DEFAULT_TIME_LIMIT_SECONDS[step]),
+            f"how long a record may wait for and spend in the {step} step before it is halted",
+            number(1, LONGEST_TIME_LIMIT_SECONDS),
+        )
+        for step in Step
+    )
     return (*leases, *limits)
 
 
+# The declarations read as a table, one setting to a few lines: kept as written, not reflowed.
+# fmt: off
 PATH = TEXT.then(lambda text: Path(text).expanduser())
 
 SETTINGS: tuple[Setting, ...] = (
@@ -157,6 +171,9 @@ SETTINGS: tuple[Setting, ...] = (
             "all its worker processes, or on the next free port after it", number(1, 65535, integer=True),
             "metrics_port"),
 )
+# fmt: on
+
+
 _BY_VARIABLE = {declared.variable: declared for declared in SETTINGS}
 
 
@@ -244,18 +261,23 @@ def _check_together(values: Mapping[str, Any]) -> None:
         from audio.models import english_only
 
         if english_only(model):
-            raise ConfigError("TRANSCRIBER_LANGUAGE", f"{language!r} needs a multilingual model; "
-                              f"{model} knows English only (TRANSCRIBER_WHISPER_MODEL=base)")
+            raise ConfigError(
+                "TRANSCRIBER_LANGUAGE",
+                f"{language!r} needs a multilingual model; {model} knows English only (TRANSCRIBER_WHISPER_MODEL=base)",
+            )
 
 
 def _policies(values: Mapping[str, Any]) -> dict[Step, StepPolicy]:
-    return {step: StepPolicy(
-        lease_seconds=values[_of_step(step, "LEASE_SECONDS")],
-        time_limit_seconds=values[_of_step(step, "TIME_LIMIT_SECONDS")],
-        max_attempts=values["TRANSCRIBER_MAX_ATTEMPTS"],
-        backoff_seconds=values["TRANSCRIBER_BACKOFF_SECONDS"],
-        max_lost_leases=values["TRANSCRIBER_MAX_LOST_LEASES"],
-    ) for step in Step}
+    return {
+        step: StepPolicy(
+            lease_seconds=values[_of_step(step, "LEASE_SECONDS")],
+            time_limit_seconds=values[_of_step(step, "TIME_LIMIT_SECONDS")],
+            max_attempts=values["TRANSCRIBER_MAX_ATTEMPTS"],
+            backoff_seconds=values["TRANSCRIBER_BACKOFF_SECONDS"],
+            max_lost_leases=values["TRANSCRIBER_MAX_LOST_LEASES"],
+        )
+        for step in Step
+    }
 
 
 def markdown_table() -> str:
@@ -285,8 +307,14 @@ def _parts(document: str) -> tuple[str, str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.config", description=__doc__.split("\n")[0])
-    parser.add_argument("--markdown", nargs="?", const="-", metavar="DOCUMENT", required=True,
-                        help="print the settings table; given a DOCUMENT, write it between that file's markers")
+    parser.add_argument(
+        "--markdown",
+        nargs="?",
+        const="-",
+        metavar="DOCUMENT",
+        required=True,
+        help="print the settings table; given a DOCUMENT, write it between that file's markers",
+    )
     where = parser.parse_args(argv).markdown
     if where == "-":
         print(markdown_table())  # noqa: T201 - the table goes to standard output, as asked

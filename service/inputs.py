@@ -6,6 +6,7 @@ on, before it reaches the database (which would otherwise answer a NUL character
 surrogate or a 64-bit overflow with an internal error). The size of a request body is the web
 layer's to limit (`web.body_limit`).
 """
+
 from __future__ import annotations
 
 import re
@@ -13,9 +14,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-MAX_ID = 2**63 - 1          # a record id is a PostgreSQL bigint
-MAX_LIMIT = 200             # records in one page
-MAX_OFFSET = 2**63 - 1      # OFFSET is a bigint too
+MAX_ID = 2**63 - 1  # a record id is a PostgreSQL bigint
+MAX_LIMIT = 200  # records in one page
+MAX_OFFSET = 2**63 - 1  # OFFSET is a bigint too
 MAX_TITLE = 500
 MAX_SUMMARY = 20_000
 MAX_TOPIC = 100

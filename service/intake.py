@@ -5,6 +5,7 @@ is stored whole, with its record, in one transaction.
 
 The refusals below carry a stable `code` (`domain.errors`); which HTTP status answers each is
 decided by the web layer alone (`web.errors`)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -123,8 +124,10 @@ def checked_language(settings: Settings, language: str | None) -> str | None:
     except ValueError as error:
         raise BadLanguage(str(error)) from None
     if code not in ("auto", "en") and settings.engine == "faster-whisper" and english_only(settings.whisper_model):
-        raise BadLanguage(f"the model {settings.whisper_model} knows English only; "
-                          "set TRANSCRIBER_WHISPER_MODEL=base for other languages")
+        raise BadLanguage(
+            f"the model {settings.whisper_model} knows English only; "
+            "set TRANSCRIBER_WHISPER_MODEL=base for other languages"
+        )
     return code
 
 
@@ -139,10 +142,20 @@ def _read(path: Path) -> Iterator[bytes]:
             yield piece
 
 
-def accept_recording(store: Store, settings: Settings, path: Path, *, owner_id: int, title: str = "",
-                     source_name: str | None = None, language: str | None = None, prompt: str | None = None,
-                     speakers: str | int | None = None, same: SameUpload | None = None,
-                     continue_unfinished: bool = False) -> tuple[int, bool]:
+def accept_recording(
+    store: Store,
+    settings: Settings,
+    path: Path,
+    *,
+    owner_id: int,
+    title: str = "",
+    source_name: str | None = None,
+    language: str | None = None,
+    prompt: str | None = None,
+    speakers: str | int | None = None,
+    same: SameUpload | None = None,
+    continue_unfinished: bool = False,
+) -> tuple[int, bool]:
     """The one intake: check what the upload asks for and the file at `path`, then store them as
     a new record of the owner's; the record id, and whether it is new.
 
@@ -166,20 +179,27 @@ def accept_recording(store: Store, settings: Settings, path: Path, *, owner_id: 
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
-        return store.store_recording(owner_id, _read(path), title=title or Path(name).stem, source_name=name,
-                                     language=language, prompt=prompt, declared_seconds=declared,
-                                     expected_bytes=size, same=same, speakers=speakers)
+        return store.store_recording(
+            owner_id,
+            _read(path),
+            title=title or Path(name).stem,
+            source_name=name,
+            language=language,
+            prompt=prompt,
+            declared_seconds=declared,
+            expected_bytes=size,
+            same=same,
+            speakers=speakers,
+        )
     except UploadKeyReused:
-        raise KeyReused("this Idempotency-Key was first sent with other bytes; "
-                        "a new upload needs a new key") from None
+        raise KeyReused("this Idempotency-Key was first sent with other bytes; a new upload needs a new key") from None
     except QuotaExceeded as error:
         refused = OverQuota(f"{error}: {name}")
         refused.details = error.over.details()
         raise refused from None
 
 
-def accept_from_command_line(store: Store, settings: Settings, path: Path, *, owner: str,
-                             **asked) -> tuple[int, bool]:
+def accept_from_command_line(store: Store, settings: Settings, path: Path, *, owner: str, **asked) -> tuple[int, bool]:
     """`accept_recording` for `transcriber submit` and `transcribe`, which name the file and the
     owner: a path that is no file, or a name no owner has, is refused first. `asked`: the other
     arguments of `accept_recording` (`continue_unfinished` lets a run stopped with Ctrl-C go on

@@ -3,6 +3,7 @@
 Everything else just logs, binding `record_id` (and stage, event) to lines about a record.
 Nothing private is ever passed to a log call: no transcript text, audio, tokens or passwords.
 """
+
 from __future__ import annotations
 
 import logging

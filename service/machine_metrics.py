@@ -14,6 +14,7 @@ is gone (a run killed outright leaves its directory behind).
 Nothing here applies to the API (`transcriber serve`/`up`): it serves its own registry at
 GET /metrics, as before.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -49,9 +50,15 @@ def _started(pid: int) -> str:
 def _siblings(parent: int) -> list[int]:
     """The other live children of `parent` (the run's main process): its worker processes."""
     parent_pid, me = str(parent), os.getpid()
-    return [int(entry.name) for entry in Path("/proc").iterdir()
-            if entry.name.isdigit() and int(entry.name) != me
-            and (fields := _stat(int(entry.name))) and fields[1] == parent_pid and fields[0] != "Z"]
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and int(entry.name) != me
+        and (fields := _stat(int(entry.name)))
+        and fields[1] == parent_pid
+        and fields[0] != "Z"
+    ]
 
 
 def run_directory(main_pid: int | None = None) -> Path:
@@ -102,7 +109,7 @@ def _alive(pid: int) -> bool:
 def sweep_stale_runs() -> None:
     """Remove the directories of runs whose main process is gone (killed without a clean stop)."""
     for directory in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
-        pid, _, started = directory.name[len(PREFIX):].partition("-")
+        pid, _, started = directory.name[len(PREFIX) :].partition("-")
         if pid.isdigit() and (not _alive(int(pid)) or _started(int(pid)) != started):
             shutil.rmtree(directory, ignore_errors=True)
 

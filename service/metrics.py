@@ -8,6 +8,7 @@ set: each writes prometheus_client's multiprocess files in the run's own directo
 exporter process of the run reads them all (service.machine_metrics). A metric update that
 cannot reach its file (the run stopping) is dropped with a warning: metrics never fail a step.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -24,18 +25,25 @@ if TYPE_CHECKING:
 
 SHARED_DIRECTORY = machine_metrics.share_across_processes()  # before any metric is made
 
-CLAIMS = Counter("transcriber_claims", "Claim attempts by step and result (claimed, empty).",
-                 ["step", "result"])
+CLAIMS = Counter("transcriber_claims", "Claim attempts by step and result (claimed, empty).", ["step", "result"])
 SAVES = Counter("transcriber_saves", "Step results saved (the record advanced).", ["step"])
-REFUSED = Counter("transcriber_refused_writes",
-                  "Holder writes refused because the claim had moved on (save, failure, halt, lease).", ["step"])
+REFUSED = Counter(
+    "transcriber_refused_writes",
+    "Holder writes refused because the claim had moved on (save, failure, halt, lease).",
+    ["step"],
+)
 STEP_RUNS = Counter("transcriber_step_runs", "Step runs by outcome.", ["step", "outcome"])
-STEP_SECONDS = Histogram("transcriber_step_duration_seconds", "Wall time of a step run, claim to outcome.",
-                         ["step", "outcome"],
-                         buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, float("inf")))
-RECOGNITION_RTF = Histogram("transcriber_recognition_realtime_factor",
-                            "Recognition wall seconds per second of audio (below 1: faster than real time).",
-                            buckets=(0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 5, float("inf")))
+STEP_SECONDS = Histogram(
+    "transcriber_step_duration_seconds",
+    "Wall time of a step run, claim to outcome.",
+    ["step", "outcome"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, float("inf")),
+)
+RECOGNITION_RTF = Histogram(
+    "transcriber_recognition_realtime_factor",
+    "Recognition wall seconds per second of audio (below 1: faster than real time).",
+    buckets=(0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 5, float("inf")),
+)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -76,12 +84,15 @@ class QueueCollector:
         self.store = store
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        records = GaugeMetricFamily("transcriber_records", "Records per stage (halted ones not included).",
-                                    labels=["stage"])
-        waiting = GaugeMetricFamily("transcriber_records_waiting", "Records waiting out a retry pause.",
-                                    labels=["stage"])
-        halted = GaugeMetricFamily("transcriber_records_halted", "Halted records by stage and reason.",
-                                   labels=["stage", "reason"])
+        records = GaugeMetricFamily(
+            "transcriber_records", "Records per stage (halted ones not included).", labels=["stage"]
+        )
+        waiting = GaugeMetricFamily(
+            "transcriber_records_waiting", "Records waiting out a retry pause.", labels=["stage"]
+        )
+        halted = GaugeMetricFamily(
+            "transcriber_records_halted", "Halted records by stage and reason.", labels=["stage", "reason"]
+        )
         try:
             rows = self.store.queue_counts()
         except Exception as error:  # noqa: BLE001 - database away: the process counters still go out
@@ -99,12 +110,14 @@ class QueueCollector:
         except Exception as error:  # noqa: BLE001 - as above: the process counters still go out
             logger.warning("metrics: the stored bytes could not be read ({})", type(error).__name__)
             return
-        total = GaugeMetricFamily("transcriber_stored_bytes",
-                                  "Audio bytes stored: originals kept, converted audio in work, and what the "
-                                  "sweep has yet to take.")
+        total = GaugeMetricFamily(
+            "transcriber_stored_bytes",
+            "Audio bytes stored: originals kept, converted audio in work, and what the sweep has yet to take.",
+        )
         total.add_metric([], stored["stored_bytes"])
-        originals = GaugeMetricFamily("transcriber_stored_original_bytes",
-                                      "Bytes of original audio kept (what owners' storage quotas count).")
+        originals = GaugeMetricFamily(
+            "transcriber_stored_original_bytes", "Bytes of original audio kept (what owners' storage quotas count)."
+        )
         originals.add_metric([], stored["original_bytes"])
         yield from (total, originals)
 

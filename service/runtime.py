@@ -1,4 +1,5 @@
 """Opening the service's database from its settings: the configured server or the embedded one."""
+
 from __future__ import annotations
 
 import threading
@@ -19,7 +20,8 @@ def open_database(settings: Settings, *, max_size: int = 10, migrate: bool = Tru
         except Exception as error:  # noqa: BLE001 - whatever stops the embedded server, say it in one line
             raise DatabaseUnavailable(
                 f"the embedded database under {settings.home} (TRANSCRIBER_HOME) could not start: "
-                f"{type(error).__name__}: {error}") from None
+                f"{type(error).__name__}: {error}"
+            ) from None
     else:
         url = settings.database_url
     try:

@@ -2,6 +2,7 @@
 allows and what it means. service.config declares each of the service's settings once with
 these; the configuration, its checks and the operations document's table are all made from
 those declarations, so none of them can tell a different story."""
+
 from __future__ import annotations
 
 import math
@@ -109,16 +110,18 @@ class Setting:
             raise ConfigError(self.variable, str(error)) from None
 
     def markdown_row(self) -> str:
-        default = "unset" if self.default is None else \
-            f"`{self.default}`{_readable_duration(self.variable, self.default)}"
+        default = (
+            "unset" if self.default is None else f"`{self.default}`{_readable_duration(self.variable, self.default)}"
+        )
         meaning = f"{self.meaning} ({self.kind.allowed})" if self.kind.allowed else self.meaning
         return f"| `{self.variable}` | {default} | {meaning.replace('|', '&#124;')} |"
 
 
 def markdown_table(settings: tuple[Setting, ...]) -> str:
     """The settings as a markdown table: variable, default, meaning (with what it allows)."""
-    return "\n".join(["| variable | default | meaning |", "| --- | --- | --- |",
-                      *(setting.markdown_row() for setting in settings)])
+    return "\n".join(
+        ["| variable | default | meaning |", "| --- | --- | --- |", *(setting.markdown_row() for setting in settings)]
+    )
 
 
 _UNITS = ((24 * 3600, "day", "days"), (3600, "h", "h"), (60, "min", "min"))

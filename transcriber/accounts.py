@@ -1,4 +1,5 @@
 """`transcriber owner …` and `transcriber operator …`: the accounts the service owner manages."""
+
 from __future__ import annotations
 
 import argparse
@@ -52,10 +53,18 @@ def cmd_owner_enable(args, settings) -> int:
 
 
 def cmd_owner_list(args, settings) -> int:
-    rows = [{"name": row["name"], "state": state(row["disabled_at"]), "records": row["records"],
-             "done": row["done"], "halted": row["halted"], "created_at": row["created_at"].isoformat(),
-             **usage_view(row)}
-            for row in open_store(settings).owners()]
+    rows = [
+        {
+            "name": row["name"],
+            "state": state(row["disabled_at"]),
+            "records": row["records"],
+            "done": row["done"],
+            "halted": row["halted"],
+            "created_at": row["created_at"].isoformat(),
+            **usage_view(row),
+        }
+        for row in open_store(settings).owners()
+    ]
     if args.json:
         print_json(rows)
         return 0
@@ -63,12 +72,16 @@ def cmd_owner_list(args, settings) -> int:
         print("no owners yet (create one with: transcriber owner add NAME)")
         return 0
     width = max(4, *(len(row["name"]) for row in rows))
-    print(f"{'name':<{width}} {'state':<8} {'records':>7} {'done':>6} {'halted':>6} {'hours':>8} {'stored MB':>10}  "
-          f"{'quota':<18} created")
+    print(
+        f"{'name':<{width}} {'state':<8} {'records':>7} {'done':>6} {'halted':>6} {'hours':>8} {'stored MB':>10}  "
+        f"{'quota':<18} created"
+    )
     for row in rows:
-        print(f"{row['name']:<{width}} {row['state']:<8} {row['records']:>7} {row['done']:>6} {row['halted']:>6} "
-              f"{row['audio_hours']:>8.2f} {row['stored_bytes'] / MB:>10.2f}  {_limits(row['quota']):<18} "
-              f"{row['created_at'][:19]}")
+        print(
+            f"{row['name']:<{width}} {row['state']:<8} {row['records']:>7} {row['done']:>6} {row['halted']:>6} "
+            f"{row['audio_hours']:>8.2f} {row['stored_bytes'] / MB:>10.2f}  {_limits(row['quota']):<18} "
+            f"{row['created_at'][:19]}"
+        )
     return 0
 
 
@@ -99,8 +112,10 @@ def cmd_owner_quota(args, settings) -> int:
     if usage is None:  # deleted meanwhile
         raise _no_owner(args.name)
     use = usage_view(usage)
-    print(f"owner {args.name}: quota {_limits(use['quota'])}; uses {use['audio_hours']:.2f} h of audio, "
-          f"{use['stored_bytes'] / MB:.2f} MB stored")
+    print(
+        f"owner {args.name}: quota {_limits(use['quota'])}; uses {use['audio_hours']:.2f} h of audio, "
+        f"{use['stored_bytes'] / MB:.2f} MB stored"
+    )
     return 0
 
 
@@ -137,25 +152,30 @@ def add_commands(sub) -> None:
     p = owner.add_parser("token", help="give an owner a new API token (printed once); the old one stops working")
     p.add_argument("name")
     p.set_defaults(run=cmd_owner_token)
-    for action, text in (("disable", "refuse an owner's API token until it is enabled (records stay)"),
-                         ("enable", "accept a disabled owner's current API token again")):
+    for action, text in (
+        ("disable", "refuse an owner's API token until it is enabled (records stay)"),
+        ("enable", "accept a disabled owner's current API token again"),
+    ):
         p = owner.add_parser(action, help=text)
         p.add_argument("name")
         p.set_defaults(run=cmd_owner_enable)
-    p = owner.add_parser("quota", help="set (or with --none clear) an owner's limits; without options show them "
-                         "with what the owner uses")
+    p = owner.add_parser(
+        "quota", help="set (or with --none clear) an owner's limits; without options show them with what the owner uses"
+    )
     p.add_argument("name")
     p.add_argument("--hours", type=_amount, help="the most hours of audio the owner's records may hold")
     p.add_argument("--storage-mb", type=_amount, help="the most MB of original audio kept for the owner")
     p.add_argument("--none", action="store_true", help="no limits at all")
     p.set_defaults(run=cmd_owner_quota)
-    p = owner.add_parser("list", help="owners with their state, record counts, audio hours, stored bytes and "
-                         "quota (never tokens)")
+    p = owner.add_parser(
+        "list", help="owners with their state, record counts, audio hours, stored bytes and quota (never tokens)"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_owner_list)
 
     operator = sub.add_parser("operator", help="manage the service owner's /admin accounts").add_subparsers(
-        dest="operator_command", required=True)
+        dest="operator_command", required=True
+    )
     p = operator.add_parser("add", help="create an operator account for /admin and print its token once")
     p.add_argument("name")
     p.set_defaults(run=cmd_operator_add)

@@ -1,6 +1,7 @@
 """The `transcriber` command line: its parser and its one way of reporting errors. The commands
 live beside it by concern (accounts, records, operations); each calls the same functions the
 HTTP API calls."""
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"transcriber: configuration error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("transcriber: interrupted; accepted records stay in the pipeline "
-              "(`transcriber status`, `transcriber card ID`)", file=sys.stderr)
+        print(
+            "transcriber: interrupted; accepted records stay in the pipeline "
+            "(`transcriber status`, `transcriber card ID`)",
+            file=sys.stderr,
+        )
         return 130
     finally:
         logger.complete()

@@ -1,5 +1,6 @@
 """What every command of the `transcriber` shell shares: the one-line error a user can mend,
 JSON output, and the record-id argument."""
+
 from __future__ import annotations
 
 import argparse

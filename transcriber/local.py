@@ -1,5 +1,6 @@
 """The pipeline inside one process: dramatiq workers on threads and the tick, for `transcribe`
 and `up`. The same actors and the same database rules as workers on many machines."""
+
 from __future__ import annotations
 
 import dramatiq

@@ -1,5 +1,6 @@
 """The service's own commands: `migrate`, `status`, `check`, `scheduler`, `serve`, `up` and the
 newcomer's `transcribe`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,10 @@ def cmd_status(args, settings) -> int:
     print(f"{'stage':<10} {'active':>7} {'claimed':>8} {'waiting':>8} {'halted':>7}  oldest eligible")
     for row in rows:
         age = row["oldest_eligible_seconds"]
-        print(f"{row['stage']:<10} {row['active']:>7} {row['claimed']:>8} {row['waiting']:>8} {row['halted']:>7}  "
-              f"{'-' if age is None else f'{float(age):.0f}s'}")
+        print(
+            f"{row['stage']:<10} {row['active']:>7} {row['claimed']:>8} {row['waiting']:>8} {row['halted']:>7}  "
+            f"{'-' if age is None else f'{float(age):.0f}s'}"
+        )
     if not rows:
         print("no records yet")
     return 0
@@ -46,16 +49,25 @@ def cmd_check(args, settings) -> int:
         for violation in report.violations:
             print(violation.line())
         states = ", ".join(f"{count} {state}" for state, count in report.counts.items())
-        print(f"{sum(report.counts.values())} records ({states}); "
-              f"{len(report.violations)} violation(s)" + ("" if report.violations else ": sound"))
+        print(
+            f"{sum(report.counts.values())} records ({states}); "
+            f"{len(report.violations)} violation(s)" + ("" if report.violations else ": sound")
+        )
     return 0 if report.sound else 1
 
 
 def cmd_transcribe(args, settings) -> int:
     from transcriber.transcribe import transcribe
 
-    return transcribe([Path(f) for f in args.files], settings, owner=args.owner, fmt=args.format,
-                      language=args.language, prompt=args.prompt, speakers=args.speakers)
+    return transcribe(
+        [Path(f) for f in args.files],
+        settings,
+        owner=args.owner,
+        fmt=args.format,
+        language=args.language,
+        prompt=args.prompt,
+        speakers=args.speakers,
+    )
 
 
 def cmd_scheduler(args, settings) -> int:
@@ -86,15 +98,20 @@ def add_commands(sub) -> None:
     p.add_argument("--format", choices=FORMATS, default="txt")
     p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
     p.add_argument("--prompt", help="names, jargon or context to help recognition (at most 800 characters)")
-    p.add_argument("--speakers", default="auto",
-                   help="who spoke when: auto (when the speakers extra is installed), off, or their number")
+    p.add_argument(
+        "--speakers",
+        default="auto",
+        help="who spoke when: auto (when the speakers extra is installed), off, or their number",
+    )
     p.set_defaults(run=cmd_transcribe)
 
     p = sub.add_parser("scheduler", help="send the per-step wake-ups every TRANSCRIBER_TICK_SECONDS")
     p.set_defaults(run=cmd_scheduler)
 
-    for name, text in (("up", "everything in one process: database, migrations, scheduler, workers, API"),
-                       ("serve", "the HTTP API alone")):
+    for name, text in (
+        ("up", "everything in one process: database, migrations, scheduler, workers, API"),
+        ("serve", "the HTTP API alone"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--host", default="127.0.0.1")
         p.add_argument("--port", type=int, default=8000)

@@ -1,5 +1,6 @@
 """`transcriber submit`, `card`, `text`, `events`, `resume`, `delete`: one record at a time, through
 the same functions the HTTP API calls."""
+
 from __future__ import annotations
 
 import sys
@@ -16,8 +17,16 @@ from transcriber.console import UserError, print_json, record_id_argument
 
 def cmd_submit(args, settings) -> int:
     store = open_store(settings)
-    record_id, _ = accept_from_command_line(store, settings, Path(args.file), owner=args.owner, title=args.title,
-                                            language=args.language, prompt=args.prompt, speakers=args.speakers)
+    record_id, _ = accept_from_command_line(
+        store,
+        settings,
+        Path(args.file),
+        owner=args.owner,
+        title=args.title,
+        language=args.language,
+        prompt=args.prompt,
+        speakers=args.speakers,
+    )
     print(record_id)
     return 0
 
@@ -87,15 +96,20 @@ def add_commands(sub) -> None:
     p.add_argument("--title", default="")
     p.add_argument("--language", help="language of the speech (en, ru, …; auto detects it)")
     p.add_argument("--prompt", help="names, jargon or context to help recognition (at most 800 characters)")
-    p.add_argument("--speakers", default="auto",
-                   help="who spoke when: auto (when the speakers extra is installed), off, or their number")
+    p.add_argument(
+        "--speakers",
+        default="auto",
+        help="who spoke when: auto (when the speakers extra is installed), off, or their number",
+    )
     p.set_defaults(run=cmd_submit)
 
-    by_id = (("text", cmd_text, "print a done record's text"),
-             ("card", cmd_card, "print a record's card as JSON"),
-             ("events", cmd_events, "print a record's event journal as JSON lines"),
-             ("resume", cmd_resume, "return a halted record to work from its stage"),
-             ("delete", cmd_delete, "erase a record, its audio and its text for good"))
+    by_id = (
+        ("text", cmd_text, "print a done record's text"),
+        ("card", cmd_card, "print a record's card as JSON"),
+        ("events", cmd_events, "print a record's event journal as JSON lines"),
+        ("resume", cmd_resume, "return a halted record to work from its stage"),
+        ("delete", cmd_delete, "erase a record, its audio and its text for good"),
+    )
     for name, run, text in by_id:
         p = sub.add_parser(name, help=text)
         p.add_argument("id", type=record_id_argument)

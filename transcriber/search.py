@@ -1,5 +1,6 @@
 """`transcriber search --owner NAME "query"`: the owner's hits, one a line, `id  hh:mm:ss  snippet`,
 through the same function the HTTP API's `/search` calls."""
+
 from __future__ import annotations
 
 from domain.search import MARK_START, MARK_STOP, clock

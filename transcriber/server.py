@@ -1,4 +1,5 @@
 """`transcriber serve` (the API alone) and `transcriber up` (everything in one process)."""
+
 from __future__ import annotations
 
 import signal
@@ -24,11 +25,16 @@ def run(settings: Settings, host: str, port: int, *, with_pipeline: bool) -> int
     where = "the configured database" if settings.database_url else f"the embedded database in {settings.home}"
     print(f"Transcriber is up at http://{host}:{port} (API docs at /docs, OpenAPI at /openapi.json)", flush=True)
     print(f"Using {where}{'; workers and the scheduler run in this process' if pipeline else ''}.", flush=True)
-    print("Get an API token with: transcriber owner add NAME (same environment), then e.g.\n"
-          f"  curl -H 'Authorization: Bearer TOKEN' -F file=@talk.mp3 http://{host}:{port}/records",
-          flush=True)
-    print(f"Or open http://{host}:{port}/ in a browser and sign in with that token; the service panel is "
-          f"at http://{host}:{port}/admin (token from: transcriber operator add NAME).", flush=True)
+    print(
+        "Get an API token with: transcriber owner add NAME (same environment), then e.g.\n"
+        f"  curl -H 'Authorization: Bearer TOKEN' -F file=@talk.mp3 http://{host}:{port}/records",
+        flush=True,
+    )
+    print(
+        f"Or open http://{host}:{port}/ in a browser and sign in with that token; the service panel is "
+        f"at http://{host}:{port}/admin (token from: transcriber operator add NAME).",
+        flush=True,
+    )
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     # The server stops on SIGTERM/SIGINT and then raises the signal again for the handler it
     # found; with these in place that second delivery is a no-op, so the workers below stop

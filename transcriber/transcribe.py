@@ -7,6 +7,7 @@ given a file that an earlier run left unfinished (stopped with Ctrl-C, say) goes
 record from its last checkpoint instead of starting over (`continue_unfinished` of
 `service.intake.accept_recording`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -65,6 +66,7 @@ def _describe(c: dict) -> str:
 def _stop_on_sigterm() -> None:
     """SIGTERM stops like Ctrl-C: the workers give their claims back and end their recognizer
     children (and their folders) before the process exits."""
+
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
@@ -85,14 +87,23 @@ def _finished(c: dict) -> bool:
     return bool(c["halt"]) or (c["stage"] == "done" and c["speakers"]["state"] != "pending")
 
 
-def transcribe(paths: list[Path], settings: Settings, *, owner: str, fmt: str, language: str | None = None,
-               prompt: str | None = None, speakers: str | None = None) -> int:
+def transcribe(
+    paths: list[Path],
+    settings: Settings,
+    *,
+    owner: str,
+    fmt: str,
+    language: str | None = None,
+    prompt: str | None = None,
+    speakers: str | None = None,
+) -> int:
     _stop_on_sigterm()
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
-    records, refused = _accept_all(store, settings, paths, owner=owner, language=language, prompt=prompt,
-                                   speakers=speakers)
+    records, refused = _accept_all(
+        store, settings, paths, owner=owner, language=language, prompt=prompt, speakers=speakers
+    )
     if not records:
         return 2
     with LocalPipeline(store, settings):
@@ -111,8 +122,12 @@ def _accept_all(store: Store, settings: Settings, paths: list[Path], **asked: An
             record_id, new = accept_from_command_line(store, settings, path, continue_unfinished=True, **asked)
             records[record_id] = path
             if not new:
-                print(f"[record {record_id}] {path.name}: going on with this record, which an earlier run "
-                      "left unfinished", file=sys.stderr, flush=True)
+                print(
+                    f"[record {record_id}] {path.name}: going on with this record, which an earlier run "
+                    "left unfinished",
+                    file=sys.stderr,
+                    flush=True,
+                )
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1
@@ -135,23 +150,29 @@ def _watch(store: Store, records: dict[int, Path]) -> dict[int, dict[str, Any]]:
         time.sleep(POLL_SECONDS)
 
 
-def _print_texts(store: Store, records: dict[int, Path], cards: dict[int, dict[str, Any]], fmt: str, *,
-                 several: bool) -> int:
+def _print_texts(
+    store: Store, records: dict[int, Path], cards: dict[int, dict[str, Any]], fmt: str, *, several: bool
+) -> int:
     """Each record's text on stdout in `fmt` (a halted one's reason on stderr); how many halted."""
     halted = 0
     for record_id, path in records.items():
         c = cards[record_id]
         if c["halt"]:
             halted += 1
-            print(f"{path.name}: halted (record {record_id}): {c['halt']['reason']}: {c['halt']['error']}",
-                  file=sys.stderr)
+            print(
+                f"{path.name}: halted (record {record_id}): {c['halt']['reason']}: {c['halt']['error']}",
+                file=sys.stderr,
+            )
             continue
         body = render_record(fmt, _still_there(store.transcript(record_id), record_id))
         if several and fmt != "json":
             print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":
-            print(json.dumps({"record": record_id, "file": source_name(path.name), **json.loads(body)},
-                             ensure_ascii=False))
+            print(
+                json.dumps(
+                    {"record": record_id, "file": source_name(path.name), **json.loads(body)}, ensure_ascii=False
+                )
+            )
         else:
             sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
     return halted

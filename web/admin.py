@@ -32,8 +32,11 @@ def _json_value(value):
 
 
 def _addresses(number: int) -> dict:
-    return {"card": f"{PREFIX}/records/{number}", "events": f"{PREFIX}/records/{number}/events",
-            "resume": f"{PREFIX}/records/{number}/resume"}
+    return {
+        "card": f"{PREFIX}/records/{number}",
+        "events": f"{PREFIX}/records/{number}/events",
+        "resume": f"{PREFIX}/records/{number}/resume",
+    }
 
 
 def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
@@ -46,12 +49,22 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
 
 def _halted_item(row: dict) -> dict:
     """One halted record as the panel lists it."""
-    return {"id": row["id"], "owner": row["owner"], "title": row["title"], "source_name": row["source_name"],
-            "stage": row["stage"], "reason": row["halt_reason"], "error": row["halt_error"],
-            "attempts": row["failures"], "halted_at": _json_value(row["halted_at"]),
-            "halted_seconds": round(float(row["halted_seconds"]), 1),
-            "created_at": _json_value(row["created_at"]), "age_seconds": round(float(row["age_seconds"]), 1),
-            "duration_seconds": row["duration_seconds"], "links": _addresses(row["id"])}
+    return {
+        "id": row["id"],
+        "owner": row["owner"],
+        "title": row["title"],
+        "source_name": row["source_name"],
+        "stage": row["stage"],
+        "reason": row["halt_reason"],
+        "error": row["halt_error"],
+        "attempts": row["failures"],
+        "halted_at": _json_value(row["halted_at"]),
+        "halted_seconds": round(float(row["halted_seconds"]), 1),
+        "created_at": _json_value(row["created_at"]),
+        "age_seconds": round(float(row["age_seconds"]), 1),
+        "duration_seconds": row["duration_seconds"],
+        "links": _addresses(row["id"]),
+    }
 
 
 def _add_overview(routes: APIRouter, store: Store, operator: Callable[..., dict]) -> None:
@@ -73,20 +86,36 @@ def _add_overview(routes: APIRouter, store: Store, operator: Callable[..., dict]
         return {"stages": stages, "totals": totals, "at": datetime.now(UTC).isoformat()}
 
     @routes.get("/halted")
-    def halted(who: Operator, limit: int = Query(default=50, ge=1, le=200),
-               offset: int = Query(default=0, ge=0, le=MAX_OFFSET)):
+    def halted(
+        who: Operator, limit: int = Query(default=50, ge=1, le=200), offset: int = Query(default=0, ge=0, le=MAX_OFFSET)
+    ):
         """Halted records, longest halted first: owner, title, stage, reason, error, attempts, age."""
         rows, total = store.halted_records(limit, offset)
         following = offset + len(rows)
-        return {"items": [_halted_item(row) for row in rows], "total": total, "limit": limit, "offset": offset,
-                "next": f"{PREFIX}/halted?limit={limit}&offset={following}" if following < total else None}
+        return {
+            "items": [_halted_item(row) for row in rows],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "next": f"{PREFIX}/halted?limit={limit}&offset={following}" if following < total else None,
+        }
 
     @routes.get("/owners")
     def owners(who: Operator):
         """Every owner: state, record counts, audio hours and stored bytes against its quota."""
-        return {"items": [{"name": row["name"], "disabled": row["disabled_at"] is not None,
-                           "records": row["records"], "done": row["done"], "halted": row["halted"],
-                           **usage_view(row)} for row in store.owners()]}
+        return {
+            "items": [
+                {
+                    "name": row["name"],
+                    "disabled": row["disabled_at"] is not None,
+                    "records": row["records"],
+                    "done": row["done"],
+                    "halted": row["halted"],
+                    **usage_view(row),
+                }
+                for row in store.owners()
+            ]
+        }
 
 
 def _metadata(store: Store, raw_id: str) -> dict:

@@ -40,8 +40,12 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         finally:
             sessions.stop_sweeping()
 
-    app = FastAPIOffline(title="Transcriber", version="0.1.0", lifespan=sweeping_sessions,
-                         description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.")
+    app = FastAPIOffline(
+        title="Transcriber",
+        version="0.1.0",
+        lifespan=sweeping_sessions,
+        description="Self-hosted speech-to-text over a durable PostgreSQL pipeline.",
+    )
     errors.add_handlers(app)
 
     # The layers around the routes, outermost first: a session cookie stands for its account (the
@@ -51,8 +55,13 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     # addresses, a small JSON or form body anywhere else). None of them reads a body, so nothing
     # reads one before the limit counts it. (add_middleware puts each layer outside the ones
     # added before it.)
-    app.add_middleware(BodyLimit, limit=settings.max_upload_bytes + FORM_ROOM_BYTES,
-                       message=size_limit_message(settings), small=OTHER_BODY_BYTES, large_at=UPLOADS)
+    app.add_middleware(
+        BodyLimit,
+        limit=settings.max_upload_bytes + FORM_ROOM_BYTES,
+        message=size_limit_message(settings),
+        small=OTHER_BODY_BYTES,
+        large_at=UPLOADS,
+    )
     app.add_middleware(TokenGate, store=store, exempt=pages.FORMS)
     app.add_middleware(SessionAuth, sessions=sessions, exempt=pages.FORMS)
     app.mount("/ui", StaticFiles(directory=pages.STATIC), name="ui")

@@ -31,8 +31,12 @@ def enabled_owner(found: dict | None) -> dict:
     if found is None:
         raise ApiError(401, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
     if found["disabled"]:
-        raise ApiError(403, "owner_disabled", f"the owner {found['name']!r} is disabled; "
-                       "the service's operator can enable it (transcriber owner enable NAME)")
+        raise ApiError(
+            403,
+            "owner_disabled",
+            f"the owner {found['name']!r} is disabled; "
+            "the service's operator can enable it (transcriber owner enable NAME)",
+        )
     return found
 
 
@@ -58,11 +62,17 @@ def bearer_operator(store: Store) -> Callable[[Request], dict]:
 
     def operator(request: Request) -> dict:
         session = session_of(request, "operator")
-        found = {"id": session.account_id, "name": session.name} if session is not None \
+        found = (
+            {"id": session.account_id, "name": session.name}
+            if session is not None
             else operator_by_token(store, bearer_token(request))
+        )
         if found is None:
-            raise ApiError(401, "unauthorized", "a valid operator token is required "
-                                                "(`Authorization: Bearer <token>`; transcriber operator add NAME)")
+            raise ApiError(
+                401,
+                "unauthorized",
+                "a valid operator token is required (`Authorization: Bearer <token>`; transcriber operator add NAME)",
+            )
         return found
 
     return operator

@@ -1,5 +1,6 @@
 """The size limit on request bodies, before any route reads one: a body over the limit is
 answered 413 with the code of an upload too large, with nothing stored and nothing spooled."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,15 @@ class BodyLimit:
     The limit is `limit` at the (method, path) pairs of `large_at` (all, when not given) and
     `small` elsewhere."""
 
-    def __init__(self, app, limit: int, message: str, *, small: int | None = None,
-                 large_at: frozenset[tuple[str, str]] | None = None):
+    def __init__(
+        self,
+        app,
+        limit: int,
+        message: str,
+        *,
+        small: int | None = None,
+        large_at: frozenset[tuple[str, str]] | None = None,
+    ):
         self.app, self.limit, self.message = app, limit, message
         self.small, self.large_at = small, large_at
 
@@ -37,9 +45,17 @@ class BodyLimit:
 
     async def _refuse(self, send, message: str) -> None:
         body = json.dumps({"error": TooLarge.code, "message": message}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope, receive, send):

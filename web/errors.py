@@ -91,6 +91,7 @@ def add_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception):
-        logger.opt(exception=False).error("request {} {} failed: {}", request.method, request.url.path,
-                                          type(error).__name__)
+        logger.opt(exception=False).error(
+            "request {} {} failed: {}", request.method, request.url.path, type(error).__name__
+        )
         return error_response(500, "internal", "internal error")

@@ -14,6 +14,7 @@ Requests without a body pass on: the routes check their tokens as before, with t
 so nothing answers differently here than it would there, only sooner. The sign-in forms, which
 carry a token in their body, are exempt.
 """
+
 from __future__ import annotations
 
 from anyio import to_thread
@@ -71,8 +72,9 @@ class TokenGate:
         """Why the token may not send a body to `path`, or None when it may."""
         if cookie_kind(path) == "operator":
             if operator_by_token(self.store, token) is None:
-                return ApiError(401, "unauthorized", "a valid operator token is required "
-                                                     "(`Authorization: Bearer <token>`)")
+                return ApiError(
+                    401, "unauthorized", "a valid operator token is required (`Authorization: Bearer <token>`)"
+                )
             return None
         try:
             enabled_owner(owner_by_token(self.store, token))

@@ -8,6 +8,7 @@ database costs one stuck thread and one pooled connection, not one per request.
 The caller awaits the probe on the event loop (no worker thread of its own in between): one
 hand-off between threads per probe, as many as a plain synchronous endpoint costs.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -18,9 +18,12 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
     routes = APIRouter(tags=["service"])
     database_probe = DatabaseProbe(store.db)
 
-    @routes.get("/metrics", response_class=Response,
-                responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
-                dependencies=[Depends(operator)])
+    @routes.get(
+        "/metrics",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
+        dependencies=[Depends(operator)],
+    )
     def prometheus_metrics():
         """Prometheus metrics: records per stage, halted by reason, waiting out a pause (counts the
         database keeps as records move, not a count of all records), and this process's claims,
@@ -34,8 +37,14 @@ def router(store: Store, operator: Callable[..., dict]) -> APIRouter:
         503 `{status: degraded, database: false, error: database_unavailable, message}`."""
         if await database_probe.check():
             return JSONResponse({"status": "ok", "database": True})
-        return JSONResponse({"status": "degraded", "database": False, "error": "database_unavailable",
-                             "message": f"the database did not answer within {database_probe.timeout:g}s"},
-                            status_code=503)
+        return JSONResponse(
+            {
+                "status": "degraded",
+                "database": False,
+                "error": "database_unavailable",
+                "message": f"the database did not answer within {database_probe.timeout:g}s",
+            },
+            status_code=503,
+        )
 
     return routes

@@ -44,11 +44,15 @@ POLL_FIRST_SECONDS, POLL_MOST_SECONDS = 0.1, 1.0
 FIELD_REFUSALS = {BadLanguage: "language", BadPrompt: "prompt", BadSpeakers: "speakers"}
 
 
-def openai_error(status: int, code: str, message: str, *, param: str | None = None, headers: dict | None = None,
-                 **extra) -> JSONResponse:
+def openai_error(
+    status: int, code: str, message: str, *, param: str | None = None, headers: dict | None = None, **extra
+) -> JSONResponse:
     kind = _TYPES.get(status, "invalid_request_error" if status < 500 else "server_error")
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code, **extra},
-            "message": message, **extra}
+    body = {
+        "error": {"message": message, "type": kind, "param": param, "code": code, **extra},
+        "message": message,
+        **extra,
+    }
     headers = {**(headers or {}), "x-should-retry": "false"}
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
@@ -69,8 +73,9 @@ class OpenAIRoute(APIRoute):
             except RequestValidationError as error:
                 first = error.errors()[0]
                 field = ".".join(map(str, first["loc"][1:])) or None
-                return openai_error(400, "invalid_request", f"{field}: {first['msg']}" if field else first["msg"],
-                                    param=field)
+                return openai_error(
+                    400, "invalid_request", f"{field}: {first['msg']}" if field else first["msg"], param=field
+                )
             except StarletteHTTPException as error:
                 return openai_error(error.status_code, "http_error", str(error.detail))
             except Exception as error:  # noqa: BLE001 - a retry might upload the file twice: say so, never a trace
@@ -83,11 +88,19 @@ class OpenAIRoute(APIRoute):
 def _segment(number: int, segment: dict) -> dict:
     """A segment as OpenAI's verbose_json gives it (fields this engine has no value for are
     given their neutral value)."""
-    return {"id": number, "seek": 0, "start": segment["start"], "end": segment["end"], "text": segment["text"],
-            "tokens": [], "temperature": 0.0, "avg_logprob": segment.get("avg_logprob", 0.0),
-            "compression_ratio": segment.get("compression_ratio", 1.0),
-            "no_speech_prob": segment.get("no_speech_prob", 0.0),
-            **({"speaker": segment["speaker"]} if segment.get("speaker") else {})}
+    return {
+        "id": number,
+        "seek": 0,
+        "start": segment["start"],
+        "end": segment["end"],
+        "text": segment["text"],
+        "tokens": [],
+        "temperature": 0.0,
+        "avg_logprob": segment.get("avg_logprob", 0.0),
+        "compression_ratio": segment.get("compression_ratio", 1.0),
+        "no_speech_prob": segment.get("no_speech_prob", 0.0),
+        **({"speaker": segment["speaker"]} if segment.get("speaker") else {}),
+    }
 
 
 def openai_text_response(response_format: str, row: dict, words: bool, segments_wanted: bool) -> Response:
@@ -101,9 +114,17 @@ def openai_text_response(response_format: str, row: dict, words: bool, segments_
         if segments_wanted or not words:
             body["segments"] = [_segment(i, s) for i, s in enumerate(segments)]
         if words:
-            body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"],
-                              **({"speaker": w["speaker"]} if w.get("speaker") else {})}
-                             for s in segments for w in s.get("words") or () if w["word"].strip()]
+            body["words"] = [
+                {
+                    "word": w["word"].strip(),
+                    "start": w["start"],
+                    "end": w["end"],
+                    **({"speaker": w["speaker"]} if w.get("speaker") else {}),
+                }
+                for s in segments
+                for w in s.get("words") or ()
+                if w["word"].strip()
+            ]
         return JSONResponse(body)
     fmt = "txt" if response_format == "text" else response_format
     return Response(render_record(fmt, row), media_type=MEDIA_TYPES[fmt])
@@ -114,27 +135,42 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
     Owner = Annotated[dict, Depends(owner)]
 
-    @routes.post("/v1/audio/transcriptions", summary="Transcribe audio (OpenAI-compatible)",
-                 responses={200: {"content": {"application/json": {}, "text/plain": {}, "text/vtt": {},
-                                              "application/x-subrip": {}}},
-                            504: {"description": "not done within TRANSCRIBER_SYNC_WAIT_SECONDS; the error "
-                                                 "names the record's card, which goes on"}})
+    @routes.post(
+        "/v1/audio/transcriptions",
+        summary="Transcribe audio (OpenAI-compatible)",
+        responses={
+            200: {"content": {"application/json": {}, "text/plain": {}, "text/vtt": {}, "application/x-subrip": {}}},
+            504: {
+                "description": "not done within TRANSCRIBER_SYNC_WAIT_SECONDS; the error "
+                "names the record's card, which goes on"
+            },
+        },
+    )
     async def transcriptions(
         request: Request,
         who: Owner,
         file: UploadFile = File(..., description="the recording, any common container or codec"),
-        model: str = Form(default="whisper-1", max_length=200,
-                          description="accepted for compatibility; the service's configured engine is used"),
+        model: str = Form(
+            default="whisper-1",
+            max_length=200,
+            description="accepted for compatibility; the service's configured engine is used",
+        ),
         language: str | None = Form(default=None, max_length=10),
-        prompt: str | None = Form(default=None, max_length=100_000,
-                                  description="at most 800 characters, given to the recognizer for every window"),
+        prompt: str | None = Form(
+            default=None,
+            max_length=100_000,
+            description="at most 800 characters, given to the recognizer for every window",
+        ),
         response_format: str = Form(default="json", max_length=20),
         temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
         granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
         stream: bool = Form(default=False),
-        speakers_asked: str | None = Form(default=None, max_length=10, alias="speakers",
-                                          description="who spoke when (auto, off or their number); asked for, "
-                                                      "the answer waits for the speakers too"),
+        speakers_asked: str | None = Form(
+            default=None,
+            max_length=10,
+            alias="speakers",
+            description="who spoke when (auto, off or their number); asked for, the answer waits for the speakers too",
+        ),
     ):
         """Accept the file into the durable pipeline and answer its text once done, in
         `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
@@ -143,17 +179,27 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         _check_answer_asked(response_format, granularities, stream)
         key = idempotency_key(request)
         try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
-            record_id, _ = await run_in_threadpool(spool_and_accept, store, settings, file, owner_id=who["id"],
-                                                    key=key, attach_in_flight=key is None, language=language,
-                                                    prompt=prompt, speakers=speakers_asked)
+            record_id, _ = await run_in_threadpool(
+                spool_and_accept,
+                store,
+                settings,
+                file,
+                owner_id=who["id"],
+                key=key,
+                attach_in_flight=key is None,
+                language=language,
+                prompt=prompt,
+                speakers=speakers_asked,
+            )
         except IntakeError as error:
             raise _intake_refusal(error) from None
         waiting = Waiting(store, who["id"], record_id, with_speakers=speakers_asked not in (None, "", "off"))
         done = await waiting.until_done(request, settings.sync_wait_seconds)
         if not isinstance(done, dict):
             return done
-        return openai_text_response(response_format, done, words="word" in granularities,
-                                    segments_wanted="segment" in granularities)
+        return openai_text_response(
+            response_format, done, words="word" in granularities, segments_wanted="segment" in granularities
+        )
 
     return routes
 
@@ -161,15 +207,22 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
 def _check_answer_asked(response_format: str, granularities: list[str], stream: bool) -> None:
     """400 for an answer this address cannot give, before the file is accepted."""
     if response_format not in RESPONSE_FORMATS:
-        raise ApiError(400, "invalid_response_format",
-                       f"response_format must be one of {', '.join(RESPONSE_FORMATS)}", param="response_format")
+        raise ApiError(
+            400,
+            "invalid_response_format",
+            f"response_format must be one of {', '.join(RESPONSE_FORMATS)}",
+            param="response_format",
+        )
     unknown = sorted(set(granularities) - {"word", "segment"})
     if unknown:
-        raise ApiError(400, "invalid_timestamp_granularities", f"unknown timestamp granularity: {unknown[0]}",
-                       param="timestamp_granularities")
+        raise ApiError(
+            400,
+            "invalid_timestamp_granularities",
+            f"unknown timestamp granularity: {unknown[0]}",
+            param="timestamp_granularities",
+        )
     if stream:
-        raise ApiError(400, "unsupported", "streaming is not supported; the answer comes once done",
-                       param="stream")
+        raise ApiError(400, "unsupported", "streaming is not supported; the answer comes once done", param="stream")
 
 
 def _intake_refusal(error: IntakeError) -> ApiError:
@@ -212,10 +265,14 @@ class Waiting:
             left = deadline - time.monotonic()
             if left <= 0:
                 return openai_error(
-                    504, "still_working",
+                    504,
+                    "still_working",
                     f"not done within {wait_seconds:g}s (TRANSCRIBER_SYNC_WAIT_SECONDS): record "
                     f"{self.record_id} goes on at stage {going['stage']}; its card is at {self.card} and its "
-                    f"text will be at {self.text}", record=self.record, headers={"Location": self.card})
+                    f"text will be at {self.text}",
+                    record=self.record,
+                    headers={"Location": self.card},
+                )
             if await request.is_disconnected():
                 return Response(status_code=499)  # nobody is listening; the record goes on
             await asyncio.sleep(min(pause, left))
@@ -225,10 +282,15 @@ class Waiting:
         """The row of a record that goes on: 404 when the record was deleted by its owner
         meanwhile, 422 with its reason when it halted."""
         if row is None:
-            raise ApiError(404, "not_found", f"record {self.record_id} was deleted before it was done",
-                           record=self.record)
+            raise ApiError(
+                404, "not_found", f"record {self.record_id} was deleted before it was done", record=self.record
+            )
         if row["halted_at"] is not None:
-            raise ApiError(422, row["halt_reason"],
-                           f"record {self.record_id} halted at stage {row['stage']} ({row['halt_reason']}: "
-                           f"{row['halt_error']}); its card is at {self.card}", record=self.record)
+            raise ApiError(
+                422,
+                row["halt_reason"],
+                f"record {self.record_id} halted at stage {row['stage']} ({row['halt_reason']}: "
+                f"{row['halt_error']}); its card is at {self.card}",
+                record=self.record,
+            )
         return row

@@ -6,6 +6,7 @@ served from this package: a page asks nothing of any other host, and its Content
 forbids it to. Strings live in `web/i18n/<lang>.json`, one file per language; the browser's
 Accept-Language chooses, the `lang` cookie set by the switch overrides.
 """
+
 from __future__ import annotations
 
 import html
@@ -36,7 +37,7 @@ LANGUAGES = ("en", "ru")
 STRINGS = {lang: json.loads((HERE / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in LANGUAGES}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
-                               "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -67,8 +68,15 @@ def _json_for_script(value) -> str:
     return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render(request: Request, *, view: str, body: str, session: Session | None = None,
-           data: dict | None = None, status: int = 200) -> HTMLResponse:
+def render(
+    request: Request,
+    *,
+    view: str,
+    body: str,
+    session: Session | None = None,
+    data: dict | None = None,
+    status: int = 200,
+) -> HTMLResponse:
     """One page: the header (language switch, who is signed in, sign out), `body`, the strings."""
     lang = language(request)
     s = STRINGS[lang]
@@ -76,14 +84,18 @@ def render(request: Request, *, view: str, body: str, session: Session | None = 
     brand = s["panel"] if panel else s["app"]
     switch = "".join(
         f'<button type="button" class="lang{" current" if code == lang else ""}" data-lang="{code}" '
-        f'aria-pressed="{str(code == lang).lower()}">{code.upper()}</button>' for code in LANGUAGES)
+        f'aria-pressed="{str(code == lang).lower()}">{code.upper()}</button>'
+        for code in LANGUAGES
+    )
     who = ""
     if session is not None:
         action = "/admin/session/end" if panel else "/session/end"
-        who = (f'<span class="who">{html.escape(s["signed_in_as"].format(name=session.name))}</span>'
-               f'<form method="post" action="{action}" class="inline">'
-               f'<input type="hidden" name="csrf" value="{html.escape(session.csrf)}">'
-               f'<button type="submit" id="sign-out">{html.escape(s["sign_out"])}</button></form>')
+        who = (
+            f'<span class="who">{html.escape(s["signed_in_as"].format(name=session.name))}</span>'
+            f'<form method="post" action="{action}" class="inline">'
+            f'<input type="hidden" name="csrf" value="{html.escape(session.csrf)}">'
+            f'<button type="submit" id="sign-out">{html.escape(s["sign_out"])}</button></form>'
+        )
     page_data = {"view": view, "csrf": session.csrf if session else None, **(data or {})}
     document = f"""<!doctype html>
 <html lang="{lang}">
@@ -94,10 +106,10 @@ def render(request: Request, *, view: str, body: str, session: Session | None = 
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/style.css">
 </head>
-<body class="{'panel' if panel else 'owner'}">
+<body class="{"panel" if panel else "owner"}">
 <header class="top">
-<a class="brand" href="{'/admin' if panel else '/'}">{html.escape(brand)}</a>
-<nav><span class="switch" role="group" aria-label="{html.escape(s['language'])}">{switch}</span>{who}</nav>
+<a class="brand" href="{"/admin" if panel else "/"}">{html.escape(brand)}</a>
+<nav><span class="switch" role="group" aria-label="{html.escape(s["language"])}">{switch}</span>{who}</nav>
 </header>
 <main>
 {body}
@@ -105,8 +117,8 @@ def render(request: Request, *, view: str, body: str, session: Session | None = 
 <script id="strings" type="application/json">{_json_for_script(s)}</script>
 <script id="page" type="application/json">{_json_for_script(page_data)}</script>
 <script src="/ui/common.js"></script>
-{'' if panel else '<script src="/ui/search.js"></script><script src="/ui/speakers.js"></script>'}
-<script src="/ui/{'admin' if panel else 'owner'}.js"></script>
+{"" if panel else '<script src="/ui/search.js"></script><script src="/ui/speakers.js"></script>'}
+<script src="/ui/{"admin" if panel else "owner"}.js"></script>
 </body>
 </html>
 """
@@ -122,10 +134,10 @@ def sign_in_page(request: Request, *, panel: bool, problem: str | None = None, s
 <h1>{html.escape(title)}</h1>
 <p class="hint">{html.escape(hint)}</p>
 {error}
-<form method="post" action="{'/admin/session' if panel else '/session'}" id="sign-in">
-<label for="token">{html.escape(s['token'])}</label>
+<form method="post" action="{"/admin/session" if panel else "/session"}" id="sign-in">
+<label for="token">{html.escape(s["token"])}</label>
 <input type="password" id="token" name="token" autocomplete="current-password" required autofocus>
-<button type="submit">{html.escape(s['sign_in'])}</button>
+<button type="submit">{html.escape(s["sign_in"])}</button>
 </form>
 </section>"""
     return render(request, view="admin-sign-in" if panel else "sign-in", body=body, status=status)
@@ -136,8 +148,9 @@ def router(store: Store, sessions: Sessions) -> APIRouter:
     `SessionAuth` middleware over the same `sessions` and the static files at `/ui`."""
     routes = APIRouter(include_in_schema=False)
     _add_pages_for(routes, store, sessions, "owner", "/", "/view", "/session", ("records", "record"))
-    _add_pages_for(routes, store, sessions, "operator", "/admin", "/admin/record", "/admin/session",
-                   ("admin", "admin-record"))
+    _add_pages_for(
+        routes, store, sessions, "operator", "/admin", "/admin/record", "/admin/session", ("admin", "admin-record")
+    )
     return routes
 
 
@@ -170,8 +183,10 @@ def _sign_in(store: Store, sessions: Sessions, request: Request, token: str, *, 
     logger.info("{} {} signed in", kind, found["name"])
     answer = RedirectResponse(home, status_code=303)
     secure = request.url.scheme == "https"
-    answer.headers.append("set-cookie", set_cookie_header(cookie_name(kind, secure), session_id,
-                                                          path=cookie_path(kind, secure), secure=secure))
+    answer.headers.append(
+        "set-cookie",
+        set_cookie_header(cookie_name(kind, secure), session_id, path=cookie_path(kind, secure), secure=secure),
+    )
     return answer
 
 
@@ -182,17 +197,29 @@ def _sign_out(sessions: Sessions, request: Request, csrf: str, *, panel: bool) -
     secure = request.url.scheme == "https"
     cookie = cookie_name(kind, secure)
     session = _session_of(sessions, request, kind)
-    if session is not None and csrf_matches(csrf, session.csrf) and same_origin(request.headers.get("origin"),
-                                                                                request.headers.get("host")):
+    if (
+        session is not None
+        and csrf_matches(csrf, session.csrf)
+        and same_origin(request.headers.get("origin"), request.headers.get("host"))
+    ):
         sessions.close(cookies_of(request.headers).get(cookie))
     answer = RedirectResponse(home, status_code=303)
-    answer.headers.append("set-cookie", set_cookie_header(cookie, "", path=cookie_path(kind, secure),
-                                                          clear=True, secure=secure))
+    answer.headers.append(
+        "set-cookie", set_cookie_header(cookie, "", path=cookie_path(kind, secure), clear=True, secure=secure)
+    )
     return answer
 
 
-def _add_pages_for(routes: APIRouter, store: Store, sessions: Sessions, kind: str, home: str, record_page: str,
-                   forms: str, views: tuple[str, str]) -> None:
+def _add_pages_for(
+    routes: APIRouter,
+    store: Store,
+    sessions: Sessions,
+    kind: str,
+    home: str,
+    record_page: str,
+    forms: str,
+    views: tuple[str, str],
+) -> None:
     """The routes of one kind of visitor (owner or operator): a home page, a record's page,
     sign-in and sign-out."""
     panel = kind == "operator"
@@ -208,8 +235,7 @@ def _add_pages_for(routes: APIRouter, store: Store, sessions: Sessions, kind: st
         if session is None:
             return RedirectResponse(home, status_code=303)
         record = inputs.record_id(raw_id) or 0  # no record has id 0: the API answers the page 404
-        return render(request, view=views[1], session=session, body='<div id="app"></div>',
-                      data={"record": record})
+        return render(request, view=views[1], session=session, body='<div id="app"></div>', data={"record": record})
 
     def start(request: Request, token: str = Form(default="", max_length=500)):
         return _sign_in(store, sessions, request, token, panel=panel)

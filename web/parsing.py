@@ -29,8 +29,9 @@ def idempotency_key(request: Request) -> str | None:
         return None
     key = raw.strip()
     if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY or not set(key.encode("latin-1")) <= _KEY_CHARACTERS:
-        raise ApiError(400, "bad_idempotency_key",
-                       f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} visible ASCII characters")
+        raise ApiError(
+            400, "bad_idempotency_key", f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} visible ASCII characters"
+        )
     return key
 
 

@@ -62,13 +62,23 @@ def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Call
     """`POST /records`: a recording in, through `service.intake` like any other way in."""
     Owner = Annotated[dict, Depends(owner)]
 
-    @routes.post("/records", status_code=201, responses={
-        200: {"description": "a repeat of an earlier upload with the same `Idempotency-Key`: its record"},
-        422: {"description": "`idempotency_key_reused`: the key was first sent with other bytes"}})
-    def upload(request: Request, who: Owner, file: UploadFile = File(...),
-               title: Annotated[inputs.Title, Form()] = "", language: str | None = Form(default=None, max_length=10),
-               prompt: str | None = Form(default=None, max_length=MAX_PROMPT_FIELD),
-               speakers: str | None = Form(default=None, max_length=10)):
+    @routes.post(
+        "/records",
+        status_code=201,
+        responses={
+            200: {"description": "a repeat of an earlier upload with the same `Idempotency-Key`: its record"},
+            422: {"description": "`idempotency_key_reused`: the key was first sent with other bytes"},
+        },
+    )
+    def upload(
+        request: Request,
+        who: Owner,
+        file: UploadFile = File(...),
+        title: Annotated[inputs.Title, Form()] = "",
+        language: str | None = Form(default=None, max_length=10),
+        prompt: str | None = Form(default=None, max_length=MAX_PROMPT_FIELD),
+        speakers: str | None = Form(default=None, max_length=10),
+    ):
         """Accept a recording: stored whole with its record, or refused with nothing stored.
         `prompt` (at most 800 characters: names, jargon, context) is given to the recognizer
         for every window; `language` (a code, or `auto`) wins over TRANSCRIBER_LANGUAGE;
@@ -77,15 +87,28 @@ def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Call
         record (200, `Idempotent-Replayed: true`), never a second one."""
         key = idempotency_key(request)
         try:
-            record, new = spool_and_accept(store, settings, file, owner_id=who["id"], key=key, title=title,
-                                           language=language, prompt=prompt, speakers=speakers)
+            record, new = spool_and_accept(
+                store,
+                settings,
+                file,
+                owner_id=who["id"],
+                key=key,
+                title=title,
+                language=language,
+                prompt=prompt,
+                speakers=speakers,
+            )
         except IntakeError as error:
             raise refusal(error) from None
         addresses = links(record)
-        headers = {"Location": addresses["self"]} if new else {"Location": addresses["self"],
-                                                               "Idempotent-Replayed": "true"}
-        return JSONResponse({"id": record, "card": addresses["self"], "text": addresses["text"]},
-                            status_code=201 if new else 200, headers=headers)
+        headers = (
+            {"Location": addresses["self"]} if new else {"Location": addresses["self"], "Idempotent-Replayed": "true"}
+        )
+        return JSONResponse(
+            {"id": record, "card": addresses["self"], "text": addresses["text"]},
+            status_code=201 if new else 200,
+            headers=headers,
+        )
 
 
 def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> None:
@@ -93,15 +116,23 @@ def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> N
     Owner = Annotated[dict, Depends(owner)]
 
     @routes.get("/records")
-    def list_records(who: Owner, limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),
-                     offset: int = Query(default=0, ge=0, le=inputs.MAX_OFFSET)):
+    def list_records(
+        who: Owner,
+        limit: int = Query(default=50, ge=1, le=inputs.MAX_LIMIT),
+        offset: int = Query(default=0, ge=0, le=inputs.MAX_OFFSET),
+    ):
         """The caller's records, newest first, and what the caller uses of its quota (audio
         hours, stored bytes, the limits)."""
         rows, total = store.list_card_rows(who["id"], limit, offset)
         following = offset + len(rows)
-        return {"items": [card(row) for row in rows], "total": total, "limit": limit, "offset": offset,
-                "next": f"/records?limit={limit}&offset={following}" if following < total else None,
-                "usage": _usage(store, who["id"])}
+        return {
+            "items": [card(row) for row in rows],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "next": f"/records?limit={limit}&offset={following}" if following < total else None,
+            "usage": _usage(store, who["id"]),
+        }
 
     @routes.get("/records/{raw_id}")
     def get_card(raw_id: str, request: Request):
@@ -120,8 +151,9 @@ def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> N
     def edit(raw_id: str, changes: inputs.Edit, who: Owner):
         """The owner's edit of title, summary, topics and the speakers' names ({"S1": "Alice"});
         the pipeline never writes these."""
-        if not store.edit(record_id(raw_id), who["id"], title=changes.title, summary=changes.summary,
-                          topics=changes.topics):
+        if not store.edit(
+            record_id(raw_id), who["id"], title=changes.title, summary=changes.summary, topics=changes.topics
+        ):
             raise ApiError(404, *NOT_FOUND)
         if changes.speakers and not store.name_speakers(record_id(raw_id), who["id"], changes.speakers):
             raise ApiError(404, *NOT_FOUND)
@@ -140,16 +172,22 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
             raise ApiError(404, *NOT_FOUND)
         if row["stage"] != "done":
             halt = _own_card(store, raw_id, who)["halt"]
-            raise ApiError(409, "not_done", f"the record is at stage {row['stage']}, not done",
-                           stage=row["stage"], halt=halt)
+            raise ApiError(
+                409, "not_done", f"the record is at stage {row['stage']}, not done", stage=row["stage"], halt=halt
+            )
         body = render_record(format, row)
         return Response(body, media_type=MEDIA_TYPES[format])
 
-    @routes.get("/records/{raw_id}/audio", response_class=Response,
-                responses={200: {"content": {"audio/*": {}}, "description": "the original recording"},
-                           206: {"description": "the byte range asked for"},
-                           410: {"description": "the audio was deleted by retention (audio_expired)"},
-                           416: {"description": "a range past the end of the file"}})
+    @routes.get(
+        "/records/{raw_id}/audio",
+        response_class=Response,
+        responses={
+            200: {"content": {"audio/*": {}}, "description": "the original recording"},
+            206: {"description": "the byte range asked for"},
+            410: {"description": "the audio was deleted by retention (audio_expired)"},
+            416: {"description": "a range past the end of the file"},
+        },
+    )
     def audio(raw_id: str, who: Owner, request: Request):
         """The original recording as uploaded, with its media type; `Range: bytes=…` answers 206
         with the part asked for, 416 for a range past its end."""
@@ -157,9 +195,13 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         if found is None:
             raise ApiError(404, *NOT_FOUND)
         if found["blob_id"] is None:
-            raise ApiError(410, "audio_expired", "the original audio was deleted by the service's retention "
-                           "(TRANSCRIBER_AUDIO_RETENTION_DAYS); the record and its text stay",
-                           expired_at=found["audio_expired_at"].isoformat())
+            raise ApiError(
+                410,
+                "audio_expired",
+                "the original audio was deleted by the service's retention "
+                "(TRANSCRIBER_AUDIO_RETENTION_DAYS); the record and its text stay",
+                expired_at=found["audio_expired_at"].isoformat(),
+            )
         return _audio_response(store, found, request)
 
 
@@ -170,8 +212,12 @@ def _audio_response(store: Store, found: dict, request: Request) -> Response:
     stored = found["media_type"]
     kind = stored if stored != GENERIC else media_type(bytes(found["head"] or b""), found["source_name"])
     tag = f'"audio-{found["blob_id"]}-{size}"'
-    headers = {"Accept-Ranges": "bytes", "ETag": tag, "Cache-Control": "private, no-cache",
-               "Content-Disposition": "inline; filename*=UTF-8''" + quote(found["source_name"] or "audio")}
+    headers = {
+        "Accept-Ranges": "bytes",
+        "ETag": tag,
+        "Cache-Control": "private, no-cache",
+        "Content-Disposition": "inline; filename*=UTF-8''" + quote(found["source_name"] or "audio"),
+    }
     if_range = request.headers.get("if-range")
     try:
         wanted = byte_range(request.headers.get("range"), size) if if_range in (None, tag) else None
@@ -191,8 +237,12 @@ def _add_deletion(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
     """The owner's deletion of a record for good."""
     Owner = Annotated[dict, Depends(owner)]
 
-    @routes.delete("/records/{raw_id}", status_code=204, response_class=Response,
-                   responses={204: {"description": "deleted for good"}, 404: {"description": "no such record"}})
+    @routes.delete(
+        "/records/{raw_id}",
+        status_code=204,
+        response_class=Response,
+        responses={204: {"description": "deleted for good"}, 404: {"description": "no such record"}},
+    )
     def delete(raw_id: str, who: Owner):
         """Remove the record, its audio and its text for good, also while a step holds it (that
         step's save is then refused). The journal keeps only that it was deleted, and by whom."""

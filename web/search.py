@@ -23,18 +23,23 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
     Owner = Annotated[dict, Depends(owner)]
 
     @routes.get("/search")
-    def search(who: Owner,
-               q: str = Query(description="words; \"quotes\" make a phrase, `or` and `-word` work, the last "
-                                          "word typed matches as a prefix"),
-               limit: int = Query(default=20, ge=1, le=MAX_PAGE),
-               offset: int = Query(default=0, ge=0, le=100_000),
-               stage: Stage | None = None,
-               topic: str | None = Query(default=None, max_length=inputs.MAX_TOPIC),
-               from_: date | None = Query(default=None, alias="from", description="created on or after (YYYY-MM-DD)"),
-               to: date | None = Query(default=None, description="created on or before (YYYY-MM-DD)"),
-               speaker: str | None = Query(default=None, max_length=inputs.MAX_SPEAKER_NAME,
-                                           description="only what this speaker said: a label (S1) or the "
-                                                       "name the owner gave it")):
+    def search(
+        who: Owner,
+        q: str = Query(
+            description='words; "quotes" make a phrase, `or` and `-word` work, the last word typed matches as a prefix'
+        ),
+        limit: int = Query(default=20, ge=1, le=MAX_PAGE),
+        offset: int = Query(default=0, ge=0, le=100_000),
+        stage: Stage | None = None,
+        topic: str | None = Query(default=None, max_length=inputs.MAX_TOPIC),
+        from_: date | None = Query(default=None, alias="from", description="created on or after (YYYY-MM-DD)"),
+        to: date | None = Query(default=None, description="created on or before (YYYY-MM-DD)"),
+        speaker: str | None = Query(
+            default=None,
+            max_length=inputs.MAX_SPEAKER_NAME,
+            description="only what this speaker said: a label (S1) or the name the owner gave it",
+        ),
+    ):
         """The caller's segments (and titles, summaries, topics) that match `q`, best first; each
         hit names its record, its segment's `start` and `end`, `at` (when its first matched word
         was said; null for a title hit) and a snippet with the matched words in `<mark>`. `total`
@@ -46,16 +51,33 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
             if value is not None and inputs.text_problem(value):
                 raise ApiError(422, f"bad_{name}", f"{name} {inputs.text_problem(value)}")
         try:
-            items, (total, capped) = hits(store, who["id"], q, limit=limit, offset=offset,
-                                          stage=stage.value if stage else None, topic=topic, since=from_,
-                                          until=to, speaker=speaker)
+            items, (total, capped) = hits(
+                store,
+                who["id"],
+                q,
+                limit=limit,
+                offset=offset,
+                stage=stage.value if stage else None,
+                topic=topic,
+                since=from_,
+                until=to,
+                speaker=speaker,
+            )
         except QueryProblem as problem:
             raise refusal(problem) from None
         following = offset + len(items)
         next_page = None
         if following < total:
-            next_page = page_address("/search", q=q, limit=limit, offset=following, stage=stage and stage.value,
-                                      topic=topic, speaker=speaker, **{"from": from_, "to": to})
+            next_page = page_address(
+                "/search",
+                q=q,
+                limit=limit,
+                offset=following,
+                stage=stage and stage.value,
+                topic=topic,
+                speaker=speaker,
+                **{"from": from_, "to": to},
+            )
         return {"items": items, "total": total, "total_capped": capped, "next": next_page}
 
     return routes

@@ -20,6 +20,7 @@ something (any method but GET/HEAD/OPTIONS) must also carry the session's CSRF t
 `X-CSRF-Token` (compared in constant time) and, when the browser names an origin, come from this
 very host; otherwise it is refused with 403 before it reaches the API.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -67,8 +68,9 @@ class Sessions:
         row = self.store.live_session(session_id, kind, self.idle)
         if row is None:
             return None
-        return Session(kind=kind, account_id=row["account_id"], name=row["name"],
-                       disabled=bool(row["disabled"]), csrf=row["csrf"])
+        return Session(
+            kind=kind, account_id=row["account_id"], name=row["name"], disabled=bool(row["disabled"]), csrf=row["csrf"]
+        )
 
     def close(self, session_id: str | None) -> None:
         self.store.end_session(session_id)
@@ -176,8 +178,7 @@ class SessionAuth:
             return await self.app(scope, receive, send)
         if scope["method"] not in SAFE_METHODS:
             sent = headers.get("x-csrf-token", "")
-            if not csrf_matches(sent, session.csrf) \
-                    or not same_origin(headers.get("origin"), headers.get("host")):
+            if not csrf_matches(sent, session.csrf) or not same_origin(headers.get("origin"), headers.get("host")):
                 return await _refuse(send, 403, "csrf", "this change needs the page's CSRF token from this site")
         scope = dict(scope)
         scope["state"] = {**scope.get("state", {}), "session": session}
@@ -186,6 +187,11 @@ class SessionAuth:
 
 async def _refuse(send, status: int, code: str, message: str) -> None:
     body = json.dumps({"error": code, "message": message}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -19,8 +19,16 @@ from service.intake import accept_recording
 COPY_BYTES = 1 << 20
 
 
-def spool_and_accept(store: Store, settings: Settings, upload: UploadFile, *, owner_id: int, key: str | None = None,
-                     attach_in_flight: bool = False, **asked) -> tuple[int, bool]:
+def spool_and_accept(
+    store: Store,
+    settings: Settings,
+    upload: UploadFile,
+    *,
+    owner_id: int,
+    key: str | None = None,
+    attach_in_flight: bool = False,
+    **asked,
+) -> tuple[int, bool]:
     """`accept_recording` for a file that comes as an HTTP upload: the record's id, and whether
     it is new (False: the owner's `key`, or with `attach_in_flight` the same bytes in the
     pipeline, name an earlier upload). `asked`: what the upload asks for (title, language,

@@ -11,6 +11,7 @@ onnxruntime, which faster-whisper brings. The one extra dependency is kaldi-nati
 the filter-bank features; without it `available()` is False and nothing here is imported.
 No torch, no network, no instruction-set assumption beyond what onnxruntime checks itself.
 """
+
 from __future__ import annotations
 
 import importlib.util

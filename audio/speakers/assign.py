@@ -5,6 +5,7 @@ time two of them share is split at its middle. A word gets the speaker whose tur
 most (the nearest turn when it falls in a pause); a transcript segment whose words change
 speaker is split there, so no segment, cue or paragraph ever spans two speakers.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -60,7 +61,7 @@ def speaker_of(start: float, end: float, turns_: list[Turn], starts: list[float]
     if overlap:
         return max(overlap, key=overlap.__getitem__)
     middle = (start + end) / 2
-    near = turns_[max(after - 1, 0): after + 1]
+    near = turns_[max(after - 1, 0) : after + 1]
     return min(near, key=lambda t: min(abs(middle - t.start), abs(middle - t.end))).speaker
 
 
@@ -83,9 +84,16 @@ def assign(segments: list[dict], turns_: list[Turn]) -> list[dict]:
             out.append({**segment, "words": pieces[0], "speaker": pieces[0][0]["speaker"]})
             continue
         for piece in pieces:
-            out.append({**segment, "start": piece[0]["start"], "end": piece[-1]["end"],
-                        "text": " ".join(w["word"] for w in piece), "words": piece,
-                        "speaker": piece[0]["speaker"]})
+            out.append(
+                {
+                    **segment,
+                    "start": piece[0]["start"],
+                    "end": piece[-1]["end"],
+                    "text": " ".join(w["word"] for w in piece),
+                    "words": piece,
+                    "speaker": piece[0]["speaker"],
+                }
+            )
     return out
 
 

@@ -17,19 +17,20 @@ vectors the average of all pairwise similarities between two clusters is the dot
 their means, so the second stage goes on with the very linkage the first used (no window's
 voice is blurred into a mean of its neighbours, who may be another speaker).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 MAX_SPEAKERS = 8
 SPECTRAL_MIN_WINDOWS = 40
-MAX_POINTS = 1000            # more windows are clustered in blocks of this many, then together
-NEIGHBOUR_SHARE = 0.02       # p-pruning: the share of strongest neighbours each window keeps…
-MIN_NEIGHBOURS = 6           # …and never fewer than this
-LINK_SIMILARITY = 0.25       # agglomeration stops when the closest clusters are less alike
-MERGE_SIMILARITY = 0.40      # clusters whose mean voices are this alike are one speaker
-MIN_CLUSTER_WINDOWS = 5      # a smaller cluster (under about 4 s of speech) joins its nearest
-ABSORB_SIMILARITY = 0.20     # neighbour if it is at least this alike: else it is a speaker who said little
+MAX_POINTS = 1000  # more windows are clustered in blocks of this many, then together
+NEIGHBOUR_SHARE = 0.02  # p-pruning: the share of strongest neighbours each window keeps…
+MIN_NEIGHBOURS = 6  # …and never fewer than this
+LINK_SIMILARITY = 0.25  # agglomeration stops when the closest clusters are less alike
+MERGE_SIMILARITY = 0.40  # clusters whose mean voices are this alike are one speaker
+MIN_CLUSTER_WINDOWS = 5  # a smaller cluster (under about 4 s of speech) joins its nearest
+ABSORB_SIMILARITY = 0.20  # neighbour if it is at least this alike: else it is a speaker who said little
 # MERGE_SIMILARITY, MIN_CLUSTER_WINDOWS and ABSORB_SIMILARITY were chosen on conversations kept
 # apart from the benchmark's (bench/diarization.py's generator, other seeds: 30 of 2–5 speakers
 # and 12 with a speaker who says 1.5–2 s once): the count was right in 33 of 42 there, against
@@ -69,7 +70,7 @@ def _cluster_blocks(vectors: np.ndarray, speakers: int | None) -> np.ndarray:
     sums: list[np.ndarray] = []
     sizes: list[int] = []
     for first in range(0, len(vectors), MAX_POINTS):
-        block = vectors[first: first + MAX_POINTS]
+        block = vectors[first : first + MAX_POINTS]
         local = _agglomerate(block, None)
         for name in np.unique(local):
             labels[first + np.flatnonzero(local == name)] = len(sums)

@@ -6,6 +6,7 @@ audio and the embeddings (768 bytes per 0.75 s of speech), never the recording. 
 can do the same in pieces: `window_embeddings` per window as it goes, `speaker_turns` once at
 the end.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -44,4 +45,4 @@ def diarize(samples: np.ndarray, speakers: int | None = None, threads: int = 1) 
     """Who spoke when in `samples` (16 kHz mono float in [-1, 1])."""
     pcm = (np.clip(samples, -1.0, 1.0) * 32767).astype(np.int16)
     step = 1 << 19
-    return diarize_pcm((pcm[i: i + step].tobytes() for i in range(0, len(pcm), step)), speakers, threads)
+    return diarize_pcm((pcm[i : i + step].tobytes() for i in range(0, len(pcm), step)), speakers, threads)

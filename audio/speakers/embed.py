@@ -6,6 +6,7 @@ mean-normalised and embedded. A region shorter than a window gives one shorter w
 shorter than MIN_SECONDS gives none (too little to tell a voice). Windows of full length are
 embedded in batches, so the cost is one model call per BATCH windows.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,7 @@ MODEL_SHA256 = "a4c5cf5ecb0a86efad55495697ce16a2a6344e4a3d7a481bfc75958a8dc1cb18
 WINDOW_SECONDS = 1.5
 SHIFT_SECONDS = 0.75
 MIN_SECONDS = 0.4
-BATCH = 8                    # windows per model call: larger batches cost more memory, not less CPU
+BATCH = 8  # windows per model call: larger batches cost more memory, not less CPU
 FRAMES_PER_SECOND = 100  # a 10 ms frame shift
 DIMENSIONS = 192
 
@@ -93,8 +94,7 @@ def filter_banks(samples: np.ndarray) -> np.ndarray:
     return np.stack([bank.get_frame(i) for i in range(count)]).astype(np.float32)
 
 
-def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float = 0.0,
-          threads: int = 1) -> Embeddings:
+def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float = 0.0, threads: int = 1) -> Embeddings:
     """Embeddings of the windows over `regions` (seconds within `samples`); times are reported
     shifted by `offset`, the recording time at which `samples` begins. Windows are embedded as
     soon as a batch is full, so memory holds one batch of features, not the recording's."""
@@ -114,7 +114,7 @@ def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float
     for start, end in regions:
         if end - start < MIN_SECONDS:
             continue
-        features = filter_banks(samples[int(start * SAMPLE_RATE): int(end * SAMPLE_RATE)])
+        features = filter_banks(samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)])
         frames = len(features)
         if frames < MIN_SECONDS * FRAMES_PER_SECOND:
             continue
@@ -126,7 +126,7 @@ def embed(samples: np.ndarray, regions: list[tuple[float, float]], offset: float
         if firsts[-1] + width < frames:
             firsts.append(frames - width)  # the last window ends with the region
         for first in firsts:
-            pending.append(features[first: first + width])
+            pending.append(features[first : first + width])
             pending_times.append((start + first / FRAMES_PER_SECOND, start + (first + width) / FRAMES_PER_SECOND))
             if len(pending) == BATCH:
                 flush()

@@ -1,4 +1,5 @@
 """Where someone speaks: faster-whisper's Silero VAD over 16 kHz mono float samples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,8 @@ def speech_regions(samples: np.ndarray) -> list[tuple[float, float]]:
     """(start, end) in seconds of each stretch of speech in `samples`."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
-    options = VadOptions(min_silence_duration_ms=MIN_SILENCE_MS, speech_pad_ms=SPEECH_PAD_MS,
-                         min_speech_duration_ms=MIN_SPEECH_MS)
+    options = VadOptions(
+        min_silence_duration_ms=MIN_SILENCE_MS, speech_pad_ms=SPEECH_PAD_MS, min_speech_duration_ms=MIN_SPEECH_MS
+    )
     stamps = get_speech_timestamps(samples, options, sampling_rate=SAMPLE_RATE)
     return [(stamp["start"] / SAMPLE_RATE, stamp["end"] / SAMPLE_RATE) for stamp in stamps]
