@@ -5,6 +5,8 @@ for good. The statements are in `queries/records.sql`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from loguru import logger
 
@@ -18,53 +20,40 @@ from db.uploads import SameUpload, earlier_record, keep_key
 from domain.stages import Step
 
 
+@dataclass(frozen=True)
+class NewRecord:
+    """What a new record is made with besides its audio: the upload's title and file name, what it
+    asks for (language, prompt, speakers) and the length its file declares."""
+
+    title: str = ""
+    source_name: str = ""
+    media_type: str = "application/octet-stream"
+    language: str | None = None
+    prompt: str | None = None
+    speakers: str = "auto"
+    declared_seconds: float | None = None
+
+
 class Records:
     """Intake, the owner's edit and deletion; a part of `db.store.Store`."""
 
     db: Database
 
-    def accept(
-        self,
-        owner_id: int,
-        pieces: Iterable[bytes],
-        *,
-        title: str = "",
-        source_name: str = "",
-        media_type: str = "application/octet-stream",
-        language: str | None = None,
-        prompt: str | None = None,
-        declared_seconds: float | None = None,
-        expected_bytes: int | None = None,
-    ) -> int:
+    def accept(self, owner_id: int, pieces: Iterable[bytes], *, expected_bytes: int | None = None, **asked: Any) -> int:
         """`store_recording` with no earlier upload to repeat: the new record's id. The bytes are
         stored as given, without intake's checks (`service.intake.accept_recording` is the way
-        in for users); the tests and benchmarks make their records this way."""
-        return self.store_recording(
-            owner_id,
-            pieces,
-            title=title,
-            source_name=source_name,
-            media_type=media_type,
-            language=language,
-            prompt=prompt,
-            declared_seconds=declared_seconds,
-            expected_bytes=expected_bytes,
-        )[0]
+        in for users); the tests and benchmarks make their records this way. `asked`: the fields
+        of a NewRecord."""
+        return self.store_recording(owner_id, pieces, NewRecord(**asked), expected_bytes=expected_bytes)[0]
 
     def store_recording(
         self,
         owner_id: int,
         pieces: Iterable[bytes],
+        new: NewRecord,
         *,
-        title: str = "",
-        source_name: str = "",
-        media_type: str = "application/octet-stream",
-        language: str | None = None,
-        prompt: str | None = None,
-        declared_seconds: float | None = None,
         expected_bytes: int | None = None,
         same: SameUpload | None = None,
-        speakers: str = "auto",
     ) -> tuple[int, bool]:
         """Store the original audio and create its record at stage created, unless `same` says
         an earlier upload already made it (`db.uploads`): the record's id, and whether it is new.
@@ -75,13 +64,13 @@ class Records:
         way takes the partial audio away again (the sweep does, if even that fails): nothing is
         accepted, nothing stays. A repeat's audio is taken away the same way.
 
-        The owner's quota (`declared_seconds`: the length the file declares) is weighed before
+        The owner's quota (`new.declared_seconds`: the length the file declares) is weighed before
         anything is stored when `expected_bytes` is given, and always in that last transaction
         with the owner's intake locked: a new upload over a limit raises QuotaExceeded (a
         repeat answered by its earlier record costs nothing)."""
         if expected_bytes is not None:
-            check_quota(self.db, owner_id, declared_seconds, expected_bytes)
-        blob_id, chunks = write_chunks(self.db, pieces, media_type)  # ValueError when empty
+            check_quota(self.db, owner_id, new.declared_seconds, expected_bytes)
+        blob_id, chunks = write_chunks(self.db, pieces, new.media_type)  # ValueError when empty
         try:
             with self.db.transaction() as conn:
                 earlier = None if same is None else earlier_record(conn, owner_id, same, lock=True)
@@ -89,20 +78,8 @@ class Records:
                     size = finish_blob(conn, blob_id, chunks)
                     if size is None:
                         raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
-                    hold_quota(conn, owner_id, declared_seconds, size)
-                    record_id = _insert_record(
-                        conn,
-                        owner_id,
-                        blob_id,
-                        size,
-                        same,
-                        title=title,
-                        source_name=source_name,
-                        language=language,
-                        prompt=prompt,
-                        intake_seconds=declared_seconds,
-                        speakers_wanted=speakers,
-                    )
+                    hold_quota(conn, owner_id, new.declared_seconds, size)
+                    record_id = _insert_record(conn, owner_id, blob_id, size, new, same)
         except QuotaExceeded as refused:
             discard_blob(self.db, blob_id, complete=False)
             logger.info("an upload of owner {} refused: {} quota", owner_id, refused.over.kind)
@@ -160,7 +137,7 @@ class Records:
 
 
 def _insert_record(
-    conn: DictConnection, owner_id: int, blob_id: int, size: int, same: SameUpload | None, **columns: object
+    conn: DictConnection, owner_id: int, blob_id: int, size: int, new: NewRecord, same: SameUpload | None
 ) -> int:
     """The new record, queued for its first step, inside intake's transaction; with `same`, the
     upload's key or bytes kept to answer a repeat."""
@@ -168,9 +145,14 @@ def _insert_record(
         "owner_id": owner_id,
         "blob_id": blob_id,
         "size_bytes": size,
+        "title": new.title,
+        "source_name": new.source_name,
+        "language": new.language,
+        "prompt": new.prompt,
+        "intake_seconds": new.declared_seconds,
+        "speakers_wanted": new.speakers,
         "content_sha256": same and same.sha256,
         "first_step": Step.first().value,
-        **columns,
     }
     record_id: int = only_row(conn.execute(query("accept_record"), params))["id"]
     if same is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
 from db.quotas import QuotaExceeded
+from db.records import NewRecord
 from db.uploads import SameUpload, UploadKeyReused
 from domain.errors import TranscriberError
 from service import inputs, runtime
@@ -179,18 +180,15 @@ def accept_recording(
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
-        return store.store_recording(
-            owner_id,
-            _read(path),
-            title=title or Path(name).stem,
-            source_name=name,
+        new = NewRecord(
+            title or Path(name).stem,
+            name,
             language=language,
             prompt=prompt,
-            declared_seconds=declared,
-            expected_bytes=size,
-            same=same,
             speakers=speakers,
+            declared_seconds=declared,
         )
+        return store.store_recording(owner_id, _read(path), new, expected_bytes=size, same=same)
     except UploadKeyReused:
         raise KeyReused("this Idempotency-Key was first sent with other bytes; a new upload needs a new key") from None
     except QuotaExceeded as error:

@@ -171,13 +171,14 @@ def test_the_sweep_deletes_keys_past_a_day(store, owner):
     the records stay); a key swept is a new upload again."""
     import actors
     from actors import context
+    from db.records import NewRecord
     from db.uploads import SameUpload
 
     old = SameUpload(b"\x01" * 32, key="old")
     young = SameUpload(b"\x02" * 32, key="young")
-    first, _ = store.store_recording(owner["id"], [b"audio one"], same=old)
-    store.store_recording(owner["id"], [b"audio two"], same=young)
-    assert store.store_recording(owner["id"], [b"audio one"], same=old) == (first, False)
+    first, _ = store.store_recording(owner["id"], [b"audio one"], NewRecord(), same=old)
+    store.store_recording(owner["id"], [b"audio two"], NewRecord(), same=young)
+    assert store.store_recording(owner["id"], [b"audio one"], NewRecord(), same=old) == (first, False)
     with store.db.transaction() as conn:
         conn.execute("UPDATE upload_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'")
     context.use(settings(), store)

@@ -18,7 +18,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -130,47 +130,47 @@ def openai_text_response(response_format: str, row: dict, words: bool, segments_
     return Response(render_record(fmt, row), media_type=MEDIA_TYPES[fmt])
 
 
+# What the address answers besides errors, for its OpenAPI description.
+ANSWERS: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/json": {}, "text/plain": {}, "text/vtt": {}, "application/x-subrip": {}}},
+    504: {
+        "description": "not done within TRANSCRIBER_SYNC_WAIT_SECONDS; the error names the record's card, which goes on"
+    },
+}
+MODEL = Form(
+    default="whisper-1",
+    max_length=200,
+    description="accepted for compatibility; the service's configured engine is used",
+)
+PROMPT = Form(
+    default=None, max_length=100_000, description="at most 800 characters, given to the recognizer for every window"
+)
+SPEAKERS = Form(
+    default=None,
+    max_length=10,
+    alias="speakers",
+    description="who spoke when (auto, off or their number); asked for, the answer waits for the speakers too",
+)
+
+
 def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIRouter:
     """The OpenAI-compatible address; `owner` is the dependency naming the caller (`web.auth`)."""
     routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
     Owner = Annotated[dict, Depends(owner)]
 
-    @routes.post(
-        "/v1/audio/transcriptions",
-        summary="Transcribe audio (OpenAI-compatible)",
-        responses={
-            200: {"content": {"application/json": {}, "text/plain": {}, "text/vtt": {}, "application/x-subrip": {}}},
-            504: {
-                "description": "not done within TRANSCRIBER_SYNC_WAIT_SECONDS; the error "
-                "names the record's card, which goes on"
-            },
-        },
-    )
+    @routes.post("/v1/audio/transcriptions", summary="Transcribe audio (OpenAI-compatible)", responses=ANSWERS)
     async def transcriptions(
         request: Request,
         who: Owner,
         file: UploadFile = File(..., description="the recording, any common container or codec"),
-        model: str = Form(
-            default="whisper-1",
-            max_length=200,
-            description="accepted for compatibility; the service's configured engine is used",
-        ),
+        model: str = MODEL,
         language: str | None = Form(default=None, max_length=10),
-        prompt: str | None = Form(
-            default=None,
-            max_length=100_000,
-            description="at most 800 characters, given to the recognizer for every window",
-        ),
+        prompt: str | None = PROMPT,
         response_format: str = Form(default="json", max_length=20),
         temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
         granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
         stream: bool = Form(default=False),
-        speakers_asked: str | None = Form(
-            default=None,
-            max_length=10,
-            alias="speakers",
-            description="who spoke when (auto, off or their number); asked for, the answer waits for the speakers too",
-        ),
+        speakers_asked: str | None = SPEAKERS,
     ):
         """Accept the file into the durable pipeline and answer its text once done, in
         `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
@@ -179,6 +179,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         _check_answer_asked(response_format, granularities, stream)
         key = idempotency_key(request)
         try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
+            asked = {"language": language, "prompt": prompt, "speakers": speakers_asked}
             record_id, _ = await run_in_threadpool(
                 spool_and_accept,
                 store,
@@ -187,9 +188,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
                 owner_id=who["id"],
                 key=key,
                 attach_in_flight=key is None,
-                language=language,
-                prompt=prompt,
-                speakers=speakers_asked,
+                **asked,
             )
         except IntakeError as error:
             raise _intake_refusal(error) from None

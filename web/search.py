@@ -50,34 +50,18 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
         for name, value in (("topic", topic), ("speaker", speaker)):
             if value is not None and inputs.text_problem(value):
                 raise ApiError(422, f"bad_{name}", f"{name} {inputs.text_problem(value)}")
+        filters = {"stage": stage.value if stage else None, "topic": topic, "speaker": speaker}
         try:
             items, (total, capped) = hits(
-                store,
-                who["id"],
-                q,
-                limit=limit,
-                offset=offset,
-                stage=stage.value if stage else None,
-                topic=topic,
-                since=from_,
-                until=to,
-                speaker=speaker,
+                store, who["id"], q, limit=limit, offset=offset, since=from_, until=to, **filters
             )
         except QueryProblem as problem:
             raise refusal(problem) from None
         following = offset + len(items)
         next_page = None
         if following < total:
-            next_page = page_address(
-                "/search",
-                q=q,
-                limit=limit,
-                offset=following,
-                stage=stage and stage.value,
-                topic=topic,
-                speaker=speaker,
-                **{"from": from_, "to": to},
-            )
+            dates = {"from": from_, "to": to}
+            next_page = page_address("/search", q=q, limit=limit, offset=following, **filters, **dates)
         return {"items": items, "total": total, "total_capped": capped, "next": next_page}
 
     return routes
