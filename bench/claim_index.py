@@ -1,7 +1,7 @@
-"""What one claim costs the database as the table grows and with paused records at the head of
+"""What one claim costs the database as the archive grows and with paused records at the head of
 the queue, how many lease renewals are HOT updates, and the claim indexes' size: the claim as it
-is now beside the earlier one in available_at order, whose index held the lease. Prints a table,
-writes bench/results/claim_index.json.
+is now beside a claim served by one index in available_at order. Prints a table, writes
+bench/results/claim_index.json.
 
     .venv/bin/python -m bench.claim_index [--done N] [--samples S] [--runs R] [--renewals K]
                                           (defaults 1000000, 50, 3, 500)
@@ -11,9 +11,12 @@ workers send it (a prepared, generic plan), rolled back so every sample sees the
 Cases: 10k eligible records; the same with 10k paused records accepted before them (waiting out
 a retry pause, so they sit at the head of the claim order); the same with N done records besides.
 Then K lease renewals (each its own transaction, over 10 claimed records lying apart: K/10 each,
-as steps running for minutes renew) with all those rows in
-the table, and how many of them the server counted as HOT updates. "before" is the same
-database with the earlier claim's index and statement (available_at order).
+as steps running for minutes renew) with all those rows in the table, and how many of them the
+server counted as HOT updates. "now" is the service's claim: rows whose holder ran out of lease,
+then retries by the end of their pause, then new work by turn, from three indexes none of which
+holds the lease. "one index in available_at order" is the same database with those indexes (and
+the turns) replaced by one index on the moment a row is or becomes claimable, the latest of its
+entry, its lease's end and its retry pause's end: a renewal moves the row in it.
 Figures are medians of S samples, then of R runs.
 """
 from __future__ import annotations
@@ -29,18 +32,23 @@ from bench.scratch import scratch_database
 from db import Database, Store
 from db.queries import query
 
-PARAMS = {"stage": "created", "lease_seconds": 60, "time_limit_seconds": 86400 * 30, "holder": "bench"}
-DESIGNS = {"before": "bench_picks_before", "now": None}
+PARAMS = {"step": "convert", "lease_seconds": 60, "time_limit_seconds": 86400 * 30, "holder": "bench"}
+# each design: its claim's pick (None: the service's own claim) and the statements that make its
+# indexes out of the service's
+DESIGNS = {"one index in available_at order": ("bench_picks_available",
+                                                ("bench_design_alone", "bench_design_available")),
+           "now": (None, ())}
 
 
 def claim_statement(picks: str | None) -> sql.Composable:
-    """The claim statement of a design: the service's own, or an earlier design's `picks` (CTEs
+    """The claim statement of a design: the service's own, or another design's `picks` (CTEs
     ending in `candidate`) followed by the service's own update and journal line, so that only
     the pick differs between the designs measured."""
     if picks is None:
         return query("claim")
     claim = query("claim").as_string(None)
-    return sql.SQL("WITH {picks}, {rest}").format(picks=statements.query(picks), rest=sql.SQL(claim[claim.index("claimed AS ("):]))
+    rest = sql.SQL(claim[claim.index("claimed AS ("):])
+    return sql.SQL("WITH {picks}, {rest}").format(picks=statements.query(picks), rest=rest)
 
 
 def claim_cost(db: Database, samples: int, claim) -> tuple[float, float]:
@@ -65,14 +73,14 @@ def hot_ratio(db: Database, renewals: int) -> float:
     with db.connection() as conn:
         for n in range(renewals):
             claim = claims[n % len(claims)]
-            conn.execute(query("renew_lease"), {"id": claim["id"], "token": claim["claim_token"],
+            conn.execute(query("renew_lease"), {"id": claim["id"], "step": claim["step"], "token": claim["claim_token"],
                                                 "lease_seconds": 60 + n, "progress_seconds": float(n)})
     after = _settled_updates(db, counts["updated"] + renewals)
     return (after["hot"] - counts["hot"]) / renewals
 
 
 def _settled_updates(db: Database, expected: int | None) -> dict:
-    """The server's update counts of records once they include `expected` updates (reported by
+    """The server's update counts of step rows once they include `expected` updates (reported by
     every backend), or as they stand."""
     deadline = time.monotonic() + 60
     while True:
@@ -95,7 +103,7 @@ def fill(db: Database, owner: int, blob: int, named: str, count: int) -> None:
 
 def one_run(url: str, design: str, done: int, samples: int, renewals: int) -> dict:
     found = {}
-    claim = claim_statement(DESIGNS[design])
+    claim = claim_statement(DESIGNS[design][0])
     with Database(url, max_size=2) as db:
         store = Store(db)
         owner = store.owner_by_name("bench")["id"]
@@ -132,9 +140,9 @@ def main() -> None:
                 with Database(url, max_size=2) as db:
                     db.migrate()
                     Store(db).add_owner("bench")
-                    if design == "before":
-                        with db.transaction() as conn:
-                            conn.execute(statements.query("bench_design_before"))
+                    with db.transaction() as conn:
+                        for made in DESIGNS[design][1]:
+                            conn.execute(statements.query(made))
                 runs[design].append(one_run(url, design, args.done, args.samples, args.renewals))
     rows = []
     for design, found in runs.items():

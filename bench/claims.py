@@ -4,15 +4,15 @@ bench/results/claims.json.
 
     .venv/bin/python -m bench.claims [--records N] [--runs R]      (defaults 2000, 3)
 
-One cycle is what a worker does around its step: claim a record, read it, save the result —
-`Store.claim`, `Store.read_record`, `Store.save_result` for the service; for bare psycopg, one
-autocommit connection per claimer thread executing the same three statements (the same SQL
-text, the same parameters); for procrastinate (when installed: `pip install .[bench]`), its own
-worker (`run_worker_async(concurrency=N, wait=False)`: fetch a job, run a task that does
-nothing, finish the job) over N jobs deferred beforehand, in its own tables in the same scratch
-database. Each figure is the median of R runs; the two sides alternate within
-every run, so a noisy neighbour weighs on both, and each ratio is the median of the per-run
-ratios. CPU is this process's CPU per cycle (the database server's is not in it).
+One cycle is what a worker does around its step: claim a record's convert step, read it, save
+the result with the next step queued — `Store.claim`, `Store.read_for_step`, `Store.save` for the
+service; for bare psycopg, one autocommit connection per claimer thread executing the same three
+statements (the same SQL text, the same parameters); for procrastinate (when installed:
+`pip install .[bench]`), its own worker (`run_worker_async(concurrency=N, wait=False)`: fetch a
+job, run a task that does nothing, finish the job) over N jobs deferred beforehand, in its own
+tables in the same scratch database. Each figure is the median of R runs; the two sides
+alternate within every run, so a noisy neighbour weighs on both, and each ratio is the median of
+the per-run ratios. CPU is this process's CPU per cycle (the database server's is not in it).
 
 Uses TRANSCRIBER_DATABASE_URL's server if set, else the embedded one under TRANSCRIBER_HOME,
 in a scratch database that is dropped afterwards.
@@ -29,7 +29,8 @@ from bench import statements
 from bench.common import median, report
 from bench.scratch import scratch_database
 from db import Database, Store
-from db.queries import assignments, compose, query
+from db.pipeline import _save_statement
+from db.queries import text
 from domain import holders
 from domain.claims import NO_WORK
 from domain.policy import StepPolicy
@@ -38,6 +39,8 @@ from domain.stages import Step
 POLICY = StepPolicy(lease_seconds=60, time_limit_seconds=3600, max_attempts=3, backoff_seconds=1)
 CLAIMERS = (1, 2, 4, 8)
 FIELDS = {"duration_seconds": 1.0}
+STEP = Step.CONVERT
+NEXT_STEP = STEP.next(speakers=False)
 
 
 def fill(db: Database, owner: int, blob: int, records: int) -> None:
@@ -74,28 +77,29 @@ def service_cycles(store: Store) -> None:
 def service_cycle(store: Store) -> bool:
     """One cycle as `actors.work.run_once` makes it: its statements on one pinned connection."""
     with store.db.pinned():
-        claim = store.claim(Step.CONVERT, POLICY)
+        claim = store.claim(STEP, POLICY)
         if claim is NO_WORK:
             return False
-        store.read_record(claim.record_id)
-        assert store.save_result(claim, FIELDS)
+        store.read_for_step(claim)
+        assert store.save(claim, FIELDS, next_step=NEXT_STEP)
         return True
 
 
-def bare_statements(conn: psycopg.Connection) -> tuple[bytes, bytes, bytes]:
-    save = compose("save_result", owned=assignments(["duration_seconds"], "f_"))
-    return tuple(q.as_bytes(conn) for q in (query("claim"), query("read_record"), save))
+def bare_statements() -> tuple[bytes, bytes, bytes]:
+    """The service's claim, read and save of the step, as the very text it sends."""
+    return text("claim"), text("read_for_step"), _save_statement(STEP, tuple(sorted(FIELDS)))
 
 
 def bare_cycles(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        claim, read, save = bare_statements(conn)
-        params = {"stage": "created", "lease_seconds": POLICY.lease_seconds,
+        claim, read, save = bare_statements()
+        params = {"step": STEP.value, "lease_seconds": POLICY.lease_seconds,
                   "time_limit_seconds": POLICY.time_limit_seconds, "holder": holders.this_process()}
         while (row := conn.execute(claim, params).fetchone()) is not None:
-            conn.execute(read, {"id": row[0]}).fetchone()
-            saved = conn.execute(save, {"id": row[0], "token": row[1], "target": "converted",
-                                        "f_duration_seconds": 1.0}).fetchone()
+            conn.execute(read, {"id": row[0], "step": STEP.value}).fetchone()
+            saved = conn.execute(save, {"id": row[0], "token": row[1], "step": STEP.value,
+                                        "target": STEP.target.value, "next_step": NEXT_STEP.value,
+                                        "saved_event": "advanced", "f_duration_seconds": 1.0}).fetchone()
             assert saved is not None
 
 

@@ -2,37 +2,52 @@
 -- service's, so they stay here, out of the installed package (read by bench/statements.py).
 
 -- name: bench_reset
--- Every table that refers to records (upload keys, search rows, speakers…) goes with them.
-TRUNCATE events, record_windows, records RESTART IDENTITY CASCADE;
+-- Every table that refers to records (step rows, upload keys, search rows…) goes with them, and
+-- the owners' turns start again.
+TRUNCATE events, record_windows, owner_turns, records RESTART IDENTITY CASCADE;
 
 -- name: bench_fill
--- `count` records at stage created, accepted in this order, sharing one audio blob.
-INSERT INTO records (owner_id, original_blob_id, stage_entered_at)
-SELECT %(owner_id)s, %(blob_id)s, now() - make_interval(secs => %(count)s - n)
-FROM generate_series(1, %(count)s) AS n;
+-- `count` records at stage created, accepted in this order, sharing one audio blob: each waits
+-- for its first step, queued as accept_record queues it (taking its owner's turn in order).
+WITH accepted AS (
+    INSERT INTO records (owner_id, original_blob_id, stage_entered_at)
+    SELECT %(owner_id)s, %(blob_id)s, now() - make_interval(secs => %(count)s - n)
+    FROM generate_series(1, %(count)s) AS n
+    ORDER BY n
+    RETURNING id, owner_id, stage, stage_entered_at
+)
+INSERT INTO steps (record_id, step, stage, owner_id, entered_at)
+SELECT id, 'convert', stage, owner_id, stage_entered_at FROM accepted ORDER BY id;
 
 -- name: bench_pause_head
--- `count` records at stage created, accepted before any other and waiting out a retry pause.
-INSERT INTO records (owner_id, original_blob_id, stage_entered_at, retry_after, failures)
-SELECT %(owner_id)s, %(blob_id)s, now() - interval '1 day', now() + interval '1 day', 1
-FROM generate_series(1, %(count)s);
+-- `count` records at stage created, accepted before any other, whose first step failed once and
+-- waits out a retry pause.
+WITH accepted AS (
+    INSERT INTO records (owner_id, original_blob_id, stage_entered_at)
+    SELECT %(owner_id)s, %(blob_id)s, now() - interval '1 day'
+    FROM generate_series(1, %(count)s)
+    RETURNING id, owner_id, stage, stage_entered_at
+)
+INSERT INTO steps (record_id, step, stage, owner_id, entered_at, retry_after, failures)
+SELECT id, 'convert', stage, owner_id, stage_entered_at, now() + interval '1 day', 1 FROM accepted ORDER BY id;
 
 -- name: bench_finish
--- `count` records done.
+-- `count` records done (no step waits for them).
 INSERT INTO records (owner_id, original_blob_id, stage, stage_entered_at)
 SELECT %(owner_id)s, %(blob_id)s, 'done', now() - interval '2 days'
 FROM generate_series(1, %(count)s);
 
 -- name: bench_analyze
-ANALYZE records;
+ANALYZE records, steps;
 
 -- name: bench_index_size
--- The claim's indexes: the partial ones on records but the converted audio's.
+-- The claim's indexes: every index of steps but its primary key and the two that serve the
+-- metrics and the list of halted records.
 SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) AS claimable_bytes,
-       pg_relation_size('records_pkey') AS pkey_bytes,
-       (SELECT count(*) FROM records) AS rows
+       pg_relation_size('steps_pkey') AS pkey_bytes,
+       (SELECT count(*) FROM steps) AS rows
 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'records'::regclass AND i.indpred IS NOT NULL AND c.relname <> 'records_converted_blob';
+WHERE i.indrelid = 'steps'::regclass AND NOT i.indisprimary AND c.relname NOT IN ('steps_paused', 'steps_halted');
 
 -- name: bench_xact_count
 SELECT xact_commit + xact_rollback AS transactions FROM pg_stat_database WHERE datname = current_database();
@@ -67,7 +82,7 @@ SELECT max(id) AS last FROM made;
 
 -- name: bench_search_fill
 -- `per_record` search rows for each record whose id is in [first, last): segments of `seconds`
--- each, 10-16 words each, the way save_done writes them (the generated tsvector column
+-- each, 10-16 words each, the way the done save writes them (the generated tsvector column
 -- included). A word is the pseudo-word of its rank among `words`, drawn with a skewed
 -- (Zipf-like) frequency: one to three of the `syllables`, the rank's digits in their base.
 INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
@@ -127,42 +142,54 @@ SELECT %(owner_id)s, id, 'done', now() - make_interval(days => %(age_days)s), 't
 VACUUM ANALYZE;
 
 -- name: bench_full_queue_count
--- What a /metrics scrape ran before the kept counts (record_counts): a count of all records at every scrape.
-SELECT stage, halt_reason AS reason, count(*) AS records,
-       count(*) FILTER (WHERE halted_at IS NULL AND retry_after > now()) AS waiting
-FROM records
-GROUP BY stage, halt_reason
-ORDER BY stage, halt_reason;
+-- What a /metrics scrape would cost counting instead of reading kept counts: every record at
+-- every scrape, with the halt of the step its stage waits for.
+SELECT r.stage, s.halt_reason AS reason, count(*) AS records,
+       count(*) FILTER (WHERE s.halted_at IS NULL AND s.retry_after > now()) AS waiting
+FROM records r LEFT JOIN steps s ON s.record_id = r.id AND s.stage <> 'done'
+GROUP BY r.stage, s.halt_reason
+ORDER BY r.stage, s.halt_reason;
 
--- name: bench_design_before
--- The claim index before queued_at, for the side-by-side measure: available_at,
--- which moves with every lease renewal.
-DROP INDEX records_turns;
-DROP INDEX records_retrying;
-DROP INDEX records_held;
-CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;
+-- name: bench_design_alone
+-- The claim's own indexes gone, for another design measured alone in its table
+-- (bench/claim_index.py), and the turns with them: that design takes new work without turns.
+ALTER TABLE steps DISABLE TRIGGER steps_turn;
+DROP INDEX steps_turns;
+DROP INDEX steps_retrying;
+DROP INDEX steps_held;
 
--- name: bench_picks_before
--- The claim's pick before queued_at: one index in available_at order.
+-- name: bench_design_available
+-- The claim served by one index in available_at order, for the side-by-side measure: the moment
+-- a row is or becomes claimable, the latest of its entry, its lease's end and its retry pause's
+-- end, so it moves with every lease renewal (a leased row sits at its lease's end).
+ALTER TABLE steps ADD COLUMN available_at timestamptz GENERATED ALWAYS AS (
+    CASE WHEN halted_at IS NULL THEN greatest(entered_at, lease_expires_at, retry_after) END) STORED;
+CREATE INDEX steps_available ON steps (step, available_at, record_id) WHERE available_at IS NOT NULL;
+
+-- name: bench_picks_available
+-- The claim's pick in available_at order: the first row by that moment (a leased row sits at
+-- its lease's end, a paused one at its pause's end).
 candidate AS (
-    SELECT id FROM records
-    WHERE stage = %(stage)s AND available_at <= now()
-    ORDER BY available_at, id
+    SELECT record_id FROM steps
+    WHERE step = %(step)s AND available_at <= now()
+    ORDER BY available_at, record_id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 )
 
 -- name: bench_claim_some
--- Claims `count` eligible records at once (the renewals' subjects), under tokens of their own:
--- one in 200, as records claimed at different moments lie apart in the table.
-UPDATE records SET claim_token = nextval('claim_tokens'), lease_expires_at = now() + interval '1 minute'
-WHERE id IN (SELECT id FROM records WHERE stage = 'created' AND claim_token IS NULL AND failures = 0
-             AND id %% 200 = 0 ORDER BY id LIMIT %(count)s)
-RETURNING id, claim_token;
+-- Claims `count` eligible convert steps at once (the renewals' subjects), under tokens of their
+-- own: one in 200, as records claimed at different moments lie apart in the table.
+UPDATE steps SET claim_token = nextval('claim_tokens'), lease_expires_at = now() + interval '1 minute'
+WHERE step = 'convert'
+  AND record_id IN (SELECT record_id FROM steps
+                    WHERE step = 'convert' AND claim_token IS NULL AND failures = 0 AND record_id %% 200 = 0
+                    ORDER BY record_id LIMIT %(count)s)
+RETURNING record_id AS id, step, claim_token;
 
 -- name: bench_updates
--- Updates of records and how many of them were HOT, as the statistics collector has them.
-SELECT n_tup_upd AS updated, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'records';
+-- Updates of step rows and how many of them were HOT, as the statistics collector has them.
+SELECT n_tup_upd AS updated, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'steps';
 
 -- name: bench_flush_stats
 SELECT pg_stat_force_next_flush();
@@ -200,11 +227,16 @@ FROM generate_series(1, %(count)s) AS n,
 -- name: bench_scale_waiting
 -- `count` records at stage created, accepted one by one over the owners round robin (each takes
 -- its turn as an upload does), with blobs by id from `first_blob`.
-INSERT INTO records (owner_id, original_blob_id, stage_entered_at)
-SELECT o.first_owner + (n %% %(owners)s), %(first_blob)s + n - 1, now() - make_interval(secs => %(count)s - n)
-FROM generate_series(1, %(count)s) AS n,
-     (SELECT min(id) AS first_owner FROM owners WHERE name LIKE 'scale-%%') o
-ORDER BY n;
+WITH accepted AS (
+    INSERT INTO records (owner_id, original_blob_id, stage_entered_at)
+    SELECT o.first_owner + (n %% %(owners)s), %(first_blob)s + n - 1, now() - make_interval(secs => %(count)s - n)
+    FROM generate_series(1, %(count)s) AS n,
+         (SELECT min(id) AS first_owner FROM owners WHERE name LIKE 'scale-%%') o
+    ORDER BY n
+    RETURNING id, owner_id, stage, stage_entered_at
+)
+INSERT INTO steps (record_id, step, stage, owner_id, entered_at)
+SELECT id, 'convert', stage, owner_id, stage_entered_at FROM accepted ORDER BY id;
 
 -- name: bench_scale_blob_ids
 SELECT min(id) AS first, max(id) AS last FROM blobs;
@@ -215,29 +247,26 @@ SELECT id, owner_id FROM records TABLESAMPLE SYSTEM (1) LIMIT %(count)s;
 
 -- name: bench_scale_settle
 -- Everything waiting is done: the fairness scenario starts from an idle queue.
-UPDATE records SET stage = 'done', claim_token = NULL, lease_expires_at = NULL
-WHERE stage <> 'done';
+WITH settled AS (DELETE FROM steps RETURNING record_id)
+UPDATE records r SET stage = 'done' FROM settled s WHERE r.id = s.record_id AND r.stage <> 'done';
 
 -- name: bench_design_queued
--- The claim index in queued_at order, before fair turns, for the side-by-side measure.
-CREATE INDEX records_queued ON records (stage, queued_at, id) WHERE queued_at IS NOT NULL;
+-- The claim served by one index in queued_at order (the moment an unclaimed row became
+-- claimable), without fair turns, for the side-by-side measure.
+CREATE INDEX steps_queued ON steps (step, queued_at, record_id) WHERE queued_at IS NOT NULL;
 
 -- name: bench_picks_queued
--- The claim's pick in queued_at order, before fair turns: expired leases, then queued_at order.
+-- The claim's pick in queued_at order without fair turns: a row whose holder ran out of lease,
+-- then the first row by queued_at, retried or new alike.
 held AS (
-    SELECT id FROM records
-    WHERE stage = %(stage)s AND claim_token IS NOT NULL AND halted_at IS NULL
+    SELECT record_id FROM steps
+    WHERE step = %(step)s AND claim_token IS NOT NULL AND halted_at IS NULL
       AND lease_expires_at <= now()
-    ORDER BY lease_expires_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+    ORDER BY lease_expires_at, record_id LIMIT 1 FOR UPDATE SKIP LOCKED
 ), queued AS (
-    SELECT id FROM records
-    WHERE stage = %(stage)s AND queued_at <= now() AND NOT EXISTS (SELECT FROM held)
-    ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+    SELECT record_id FROM steps
+    WHERE step = %(step)s AND queued_at <= now() AND NOT EXISTS (SELECT FROM held)
+    ORDER BY queued_at, record_id LIMIT 1 FOR UPDATE SKIP LOCKED
 ), candidate AS (
-    SELECT id FROM held UNION ALL SELECT id FROM queued
+    SELECT record_id FROM held UNION ALL SELECT record_id FROM queued
 )
-
--- name: bench_design_both_before
--- The claim index before queued_at beside the ones of now (bench/scale.py measures each
--- design's claim in the same table).
-CREATE INDEX records_claimable ON records (stage, available_at, id) WHERE available_at IS NOT NULL;

@@ -37,7 +37,7 @@ from psycopg import sql
 from bench import statements
 from bench.common import percentile, report
 from bench.scratch import scratch_database
-from bench.storage import window_segments
+from bench.storage import save_window, window_segments
 from db import Database, Store
 from db.pipeline import _save_statement
 from db.queries import query
@@ -165,7 +165,7 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
     later insert or by vacuum."""
     claim = store.claim(Step.CONVERT, POLICY)
     assert claim.record_id == record_id, "the scratch database has another record to work"
-    store.save_result(claim, {"duration_seconds": 3600.0})
+    assert store.save(claim, {"duration_seconds": 3600.0}, next_step=claim.step.next(speakers=False))
     claim = store.claim(Step.RECOGNIZE, POLICY)
     words = vocabulary(rng, 3000)
     with db.connection() as conn:
@@ -175,13 +175,14 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
     for start in range(0, 3600, 30):
         window = window_segments(rng, words, float(start), 30.0)
         segments += len(window)
-        assert store.checkpoint(claim, float(start), float(start + 30), window, "en", 600)
+        assert save_window(store, claim, float(start), float(start + 30), window, 600)
     checkpoints = time.perf_counter() - began
     checkpoints_cpu = _cpu_ms(cpu_before, server_cpu_ns(pids))
     parse_cpu = parse_alone(db, pids, record_id)
-    statement = statements.compose("bench_explain", statement=sql.SQL(_save_statement(("engine",), True).decode()))
-    params = {"f_engine": "bench", "id": record_id, "token": claim.token, "target": Step.RECOGNIZE.target.value,
-              "diarize": False}
+    save = _save_statement(Step.RECOGNIZE, ("engine",)).decode()
+    statement = statements.compose("bench_explain", statement=sql.SQL(save))
+    params = {"f_engine": "bench", "id": record_id, "token": claim.token, "step": Step.RECOGNIZE.value,
+              "target": Step.RECOGNIZE.target.value, "next_step": None, "saved_event": "advanced"}
     measured: dict[str, list[float]] = {"done_ms": [], "indexing_ms": [], "merge_ms": [], "done_wall_ms": [],
                                         "done_cpu_ms": [], "merge_cpu_ms": []}
     for run in range(runs):

@@ -10,8 +10,8 @@ pauses of 0.5-3 s, Ogg Opus at 32 kbit/s), accepted and converted by the service
 service's own writes with synthetic segments: a claim, one `Store.checkpoint` per window at the
 windows the service cuts (`audio.windows` over the stored PCM), each window's segments shaped as
 the engines give them (about 120 words with word times per 30 s, 6-8 kB of JSON), then the save
-that reaches done (`Store.save_result`: the text assembled from the windows, the converted audio
-let go and deleted in batches). No recognizer runs: the figures are the database's.
+that reaches done (`Store.save`: the text assembled from the windows, the converted audio let go
+and deleted in batches). No recognizer runs: the figures are the database's.
 
 WAL is read per transaction with pg_walinspect right after it commits, keeping only the records
 of this database and the commit records of their transactions: the server may be shared, and
@@ -42,6 +42,7 @@ from bench.common import report
 from bench.memory import build
 from bench.scratch import scratch_database
 from db import Database, Store
+from domain.claims import Claim
 from domain.stages import Step
 from service import config, logs
 
@@ -122,6 +123,12 @@ def window_segments(rng: random.Random, vocabulary: list[str], start: float, sec
     return segments
 
 
+def save_window(store: Store, claim: Claim, start: float, end: float, segments: list[dict], lease: float) -> bool:
+    """A recognised window (English) saved as the recognize step saves it: its checkpoint."""
+    kept = {"segments": segments, "language": "en", "language_probability": None, "suppressed": []}
+    return store.checkpoint(claim, start, end, lease, kept, {"segments": len(segments)})
+
+
 def vocabulary(rng: random.Random, size: int = 3000) -> list[str]:
     syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"] + ["the", "and", "of", "to", "in"]
     return ["".join(rng.choice(syllables) for _ in range(rng.choice((1, 1, 2, 2, 2, 3)))) for _ in range(size)]
@@ -193,9 +200,9 @@ def run(hours: float, folder: Path) -> dict:
                 segments = window_segments(rng, words, at, end - at)
                 written.append(len(json.dumps(segments)))
                 db.phase = "checkpoint"
-                assert store.checkpoint(claim, at, end, segments, "en", 300)
+                assert save_window(store, claim, at, end, segments, 300)
             db.phase = "done"
-            assert store.save_result(claim, {"engine": "synthetic"})
+            assert store.save(claim, {"engine": "synthetic"}, next_step=claim.step.next(speakers=False))
             db.phase = "after"
             kept = stored_bytes(db, record_id)
             seen, unread = db.seen, db.unread

@@ -20,6 +20,6 @@ def test_scale_bench_smoke_run(env, request):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     for figure in ("claim p50 / p99", "card p99", "list p99", "HOT share", "orphan sweep over 2000 blobs",
-                   "now (fair turns)", "queued_at (before fair turns)", "before (available_at)"):
+                   "now (fair turns)", "queued_at order without fair turns", "one index in available_at order"):
         assert figure in out, out
     assert "A B A A A A … (B claimed at position 2 of 31)" in out, out
