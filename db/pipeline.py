@@ -142,15 +142,16 @@ class Pipeline:
             next_step=next_step and next_step.value,
             saved_event=_SAVED_EVENT.get(step, "advanced"),
         )
-        with self.db.connection() as conn:
-            row = conn.execute(_save_statement(step, tuple(sorted(fields))), values).fetchone()
-            if row is None:
+        row = self.db.one(_save_statement(step, tuple(sorted(fields))), values, positional=True)
+        if row is None:
+            with self.db.connection() as conn:
                 refuse(conn, claim, "save")
-                return False
-        if row.get("released_blob_id") is not None:
-            discard_blob(self.db, row["released_blob_id"])
+            return False
+        _, released_blob_id = row  # the statement's columns, in its order
+        if released_blob_id is not None:
+            discard_blob(self.db, released_blob_id)
         # a record done, or its speakers found, is news for the log; the stages on the way are in
-        # the journal. The context as keyword arguments (see _log_claimed).
+        # the journal. The context as keyword arguments (see log_claimed).
         event = _SAVED_EVENT.get(step, "advanced")
         (logger.info if step.target is Stage.DONE else logger.debug)(
             "record {}: {} saved, at {}",

@@ -77,9 +77,9 @@ WHERE r.id = %(id)s;
 
 -- name: save
 -- Ends the step under the claim's token (its row goes), writes the step's result (the fragment
--- save_<step>, which reads `finished` and ends with a CTE `saved` returning record_id and a
--- `detail` for the journal), queues the next step if there is one, and journals the save, in
--- one statement: a refused save writes nothing at all.
+-- save_<step>, which reads `finished` and ends with a CTE `saved` returning record_id, a
+-- `detail` for the journal and the converted audio it lets go, if any), queues the next step if
+-- there is one, and journals the save, in one statement: a refused save writes nothing at all.
 WITH finished AS (
     DELETE FROM steps
     WHERE record_id = %(id)s AND step = %(step)s AND claim_token = %(token)s AND halted_at IS NULL
@@ -94,7 +94,7 @@ WITH finished AS (
            jsonb_build_object('step', %(step)s::text, 'claim_token', %(token)s::bigint) || detail
     FROM saved
 )
-SELECT * FROM saved;
+SELECT record_id, released_blob_id FROM saved;
 
 -- name: save_convert
 -- The convert step's result: the fields it owns (the SET list, filled in by db/queries.py
@@ -107,7 +107,7 @@ saved AS (
         updated_at = now()
     FROM finished f
     WHERE r.id = f.record_id
-    RETURNING r.id AS record_id, jsonb_build_object() AS detail
+    RETURNING r.id AS record_id, jsonb_build_object() AS detail, NULL::bigint AS released_blob_id
 )
 
 -- name: save_recognize
@@ -162,7 +162,8 @@ saved AS (
         updated_at = now()
     FROM finished f
     WHERE r.id = f.record_id
-    RETURNING r.id AS record_id, jsonb_build_object('turns', jsonb_array_length(r.turns)) AS detail
+    RETURNING r.id AS record_id, jsonb_build_object('turns', jsonb_array_length(r.turns)) AS detail,
+              NULL::bigint AS released_blob_id
 ), labelled AS (
     UPDATE search_rows r SET speakers = ARRAY(SELECT jsonb_array_elements_text(x.labels))
     FROM saved, jsonb_array_elements(%(said)s::jsonb) WITH ORDINALITY AS x(labels, n)
