@@ -4,12 +4,14 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from loguru import logger
 
 from conftest import add_record, kinds, policy, run_together, save_result
 from domain.claims import NO_WORK, Claim, HaltReason
 from domain.resume import resume
 from domain.stages import Step
+from test_fence_every_write import lease_ran_out, waiting_for
 
 
 def test_empty_claim_is_no_work_not_an_error(store):
@@ -42,6 +44,23 @@ def test_claimed_record_not_issued_twice(store, owner):
     second = store.claim(Step.CONVERT, policy())
     assert second.record_id == second_id
     assert store.claim(Step.CONVERT, policy()) is NO_WORK
+
+@pytest.mark.parametrize("step", list(Step), ids=[s.value for s in Step])
+def test_a_live_lease_keeps_the_row_and_a_lapsed_one_is_claimed_anew(store, owner, step):
+    """P2-S2 and P2-S4 at every step, the diarize step's too: a step row claimed under a live
+    lease is not issued to the next claim (no work now), and once that lease has run out the next
+    claim takes it under a new token, which the row now carries."""
+    record_id = waiting_for(store, owner, step)
+    first = store.claim(step, policy())
+    assert (first.record_id, first.step) == (record_id, step)
+    assert store.claim(step, policy()) is NO_WORK
+    lease_ran_out(store, record_id, step)
+    again = store.claim(step, policy())
+    assert (again.record_id, again.step) == (record_id, step) and again.token > first.token
+    with store.db.connection() as conn:
+        row = conn.execute("SELECT claim_token FROM steps WHERE record_id = %s AND step = %s",
+                           [record_id, step.value]).fetchone()
+    assert row["claim_token"] == again.token
 
 
 def test_claim_returns_id_and_token_only(store, owner):
@@ -117,6 +136,44 @@ def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url
         for record_id in reversed(ids):  # each row's new version lands after the last one written
             conn.execute("UPDATE steps SET entered_at = date_trunc('minute', now()) "
                          "WHERE record_id = %s", [record_id])
+        physical = [r["record_id"] for r in conn.execute("SELECT record_id FROM steps ORDER BY ctid").fetchall()]
+    assert physical == ids[::-1]
+    no_index = "-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off"
+    with Database(make_conninfo(database_url, options=no_index), max_size=1) as scanning:
+        claimed = [Store(scanning).claim(Step.CONVERT, policy()).record_id for _ in ids]
+    assert claimed == ids
+
+
+# How each branch of the claim order is made to tie on its sort key, given the same past moment
+# %(at)s: new work by turn, retrying work by the end of its pause, a holder gone by its lease end.
+_TIED = {
+    "new": "UPDATE steps SET turn = 1 WHERE record_id = %(id)s",
+    "retrying": "UPDATE steps SET failures = 1, entered_at = %(at)s, retry_after = %(at)s WHERE record_id = %(id)s",
+    "lease_ran_out": "UPDATE steps SET lease_expires_at = %(at)s WHERE record_id = %(id)s",
+}
+
+
+@pytest.mark.parametrize("branch", list(_TIED))
+def test_id_breaks_ties_in_every_branch_of_the_claim_order(store, database_url, branch):
+    """P2: the selection order is fully determined, the record id breaking every tie, in each
+    branch of the order: new work whose owners' records share one turn, retrying work whose pauses
+    end at the same moment, work whose holders' leases ran out at the same moment. The rows of two
+    owners tie, lie in the table in reverse id order, and the claimer's plan reads no index (a
+    sequential scan and a sort): the smaller id is claimed first, every time."""
+    from psycopg.conninfo import make_conninfo
+
+    from db import Database, Store
+
+    for name in ("alice", "bob"):
+        store.add_owner(name)
+    owners = [store.owner_by_name(name)["id"] for name in ("alice", "bob")]
+    ids = [store.accept(owners[i % 2], [b"audio %d" % i], source_name="a.bin") for i in range(6)]
+    if branch == "lease_ran_out":
+        assert sorted(store.claim(Step.CONVERT, policy()).record_id for _ in ids) == ids
+    with store.db.transaction() as conn:
+        at = conn.execute("SELECT date_trunc('minute', now()) - interval '1 minute' AS at").fetchone()["at"]
+        for record_id in reversed(ids):  # each row's new version lands after the last one written
+            conn.execute(_TIED[branch], {"id": record_id, "at": at})
         physical = [r["record_id"] for r in conn.execute("SELECT record_id FROM steps ORDER BY ctid").fetchall()]
     assert physical == ids[::-1]
     no_index = "-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off"

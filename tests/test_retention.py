@@ -13,8 +13,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 import actors
 from actors.scheduler import _add_tick
-from conftest import add_record, kinds, run_together, settings, work_until_idle
+from conftest import add_record, kinds, policy, run_together, save_turns, settings, work_until_idle
+from domain.claims import HaltReason
+from domain.stages import Step
 from media import encode
+from searching import done_record
 from service.config import ConfigError, load
 from test_cli import run
 from test_http import make_api  # noqa: F401  (the live server fixture)
@@ -106,6 +109,35 @@ def test_retention_pass_is_batched_and_fenced(store, db, owner):
     assert sum(p.expired for p in passes) == 40
     assert all(kinds(store, r).count("audio_expired") == 1 for r in racing)
     assert _blob_ids(db) == {store.read_record(young_and_waiting)["original_blob_id"]}
+
+
+@pytest.mark.parametrize("ending", ["saved", "halted"])
+def test_a_done_record_keeps_its_original_while_its_speakers_are_to_be_found(store, db, owner, ending):
+    """INV-1: the diarize step decodes a done record's original again, so the retention pass
+    leaves the original of a done record whose diarize step row waits (pending, then claimed)
+    while it expires that of a done record that waits for nothing; once the diarize step is saved
+    (or halted: nothing will decode it any more) the next pass expires it, journaled once."""
+    talk = [(0.0, 4.0, "Good morning, the budget is ready.")]
+    plain = done_record(store, owner["id"], talk, audio=b"plain audio")
+    wanted = done_record(store, owner["id"], talk, audio=b"audio to find speakers in", diarize=True)
+    kept = store.read_record(wanted)["original_blob_id"]
+
+    assert store.expire_audio(0.001).expired == 1
+    assert store.read_record(plain)["original_blob_id"] is None
+    assert store.read_record(wanted)["original_blob_id"] == kept
+    claim = store.claim(Step.DIARIZE, policy())
+    assert claim.record_id == wanted
+    assert store.expire_audio(0.001).expired == 0
+    assert store.read_record(wanted)["original_blob_id"] == kept and kept in _blob_ids(db)
+    assert "audio_expired" not in kinds(store, wanted)
+
+    if ending == "saved":
+        assert save_turns(store, claim, [{"start": 0.0, "end": 4.0, "speaker": "S1"}])
+    else:
+        assert store.halt(claim, HaltReason.ATTEMPTS_EXHAUSTED, "the step failed too often")
+    assert store.expire_audio(0.001).expired == 1
+    assert store.read_record(wanted)["original_blob_id"] is None and kept not in _blob_ids(db)
+    assert kinds(store, wanted).count("audio_expired") == 1
 
 
 def test_retention_setting_and_schedule(env):
