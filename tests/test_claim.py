@@ -109,22 +109,21 @@ def test_lease_belongs_to_the_stage(store, owner):
     assert claim.step is Step.CONVERT
 
 
-def test_selection_order_is_stage_entry_then_id(store, owner, db):
-    """P2: records entering the stage at the same moment are claimed in id order."""
+def test_selection_order_is_turn_then_id(store, owner, db):
+    """P2: records in the same turn are claimed in id order."""
     ids = [add_record(store, owner) for _ in range(5)]
     with db.transaction() as conn:
-        # The same stage-entry time for all, written in reverse id order so that the table's
-        # physical order is the reverse too: only the id tie-breaker gives ascending ids.
+        # The same turn for all, written in reverse id order so that the table's physical order
+        # is the reverse too: only the id tie-breaker gives ascending ids.
         for record_id in reversed(ids):
-            conn.execute("UPDATE steps SET entered_at = date_trunc('minute', now()) "
-                         "WHERE record_id = %s", [record_id])
+            conn.execute("UPDATE steps SET turn = 1 WHERE record_id = %s", [record_id])
     claimed = [store.claim(Step.CONVERT, policy()).record_id for _ in ids]
     assert claimed == sorted(ids)
 
 
-def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url):
+def test_id_breaks_turn_ties_whatever_the_plan(store, owner, database_url):
     """P2: the claim order's id tie-break is in the statement, not an accident of the
-    claim index. Records tie on stage-entry time and lie in the table in reverse id order; a
+    claim index. Records tie on their turn and lie in the table in reverse id order; a
     claimer whose plan cannot use the index (a sequential scan and a sort, as after the index
     is dropped or the planner prefers the table) still claims them in ascending id order."""
     from psycopg.conninfo import make_conninfo
@@ -134,8 +133,7 @@ def test_id_breaks_stage_entry_ties_whatever_the_plan(store, owner, database_url
     ids = [add_record(store, owner) for _ in range(6)]
     with store.db.transaction() as conn:
         for record_id in reversed(ids):  # each row's new version lands after the last one written
-            conn.execute("UPDATE steps SET entered_at = date_trunc('minute', now()) "
-                         "WHERE record_id = %s", [record_id])
+            conn.execute("UPDATE steps SET turn = 1 WHERE record_id = %s", [record_id])
         physical = [r["record_id"] for r in conn.execute("SELECT record_id FROM steps ORDER BY ctid").fetchall()]
     assert physical == ids[::-1]
     no_index = "-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off"
