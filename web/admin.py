@@ -17,6 +17,7 @@ from domain.quotas import usage_view
 from domain.resume import NotHalted, UnknownRecord, resume
 from service.inputs import MAX_OFFSET
 from web.errors import NOT_FOUND, ApiError, refusal
+from web.paging import page
 from web.parsing import record_id
 
 PREFIX = "/admin/api"
@@ -91,14 +92,7 @@ def _add_overview(routes: APIRouter, store: Store, operator: Callable[..., dict]
     ):
         """Halted records, longest halted first: owner, title, stage, reason, error, attempts, age."""
         rows, total = store.halted_records(limit, offset)
-        following = offset + len(rows)
-        return {
-            "items": [_halted_item(row) for row in rows],
-            "total": total,
-            "limit": limit,
-            "offset": offset,
-            "next": f"{PREFIX}/halted?limit={limit}&offset={following}" if following < total else None,
-        }
+        return page([_halted_item(row) for row in rows], total, limit, offset, f"{PREFIX}/halted")
 
     @routes.get("/owners")
     def owners(who: Operator):

@@ -24,6 +24,7 @@ from service.intake import IntakeError
 from web.auth import enabled_owner
 from web.byte_ranges import Unsatisfiable, byte_range, first_bytes
 from web.errors import NOT_FOUND, ApiError, refusal
+from web.paging import page
 from web.parsing import bearer_token, idempotency_key, record_id
 from web.uploads import spool_and_accept
 
@@ -124,13 +125,8 @@ def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> N
         """The caller's records, newest first, and what the caller uses of its quota (audio
         hours, stored bytes, the limits)."""
         rows, total = store.list_card_rows(who["id"], limit, offset)
-        following = offset + len(rows)
         return {
-            "items": [card(row) for row in rows],
-            "total": total,
-            "limit": limit,
-            "offset": offset,
-            "next": f"/records?limit={limit}&offset={following}" if following < total else None,
+            **page([card(row) for row in rows], total, limit, offset, "/records"),
             "usage": _usage(store, who["id"]),
         }
 

@@ -4,7 +4,6 @@ the operator's panel has no such address (operators never see transcript text)."
 from collections.abc import Callable
 from datetime import date
 from typing import Annotated
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query
 
@@ -14,6 +13,7 @@ from domain.stages import Stage
 from service import inputs
 from service.search import QueryProblem, hits
 from web.errors import ApiError, refusal
+from web.paging import page_address
 
 MAX_PAGE = 100
 
@@ -65,9 +65,3 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
         return {"items": items, "total": total, "total_capped": capped, "next": next_page}
 
     return routes
-
-
-def page_address(path: str, **params) -> str:
-    """`path` with the parameters that are set, encoded as a query string."""
-    shown = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in params.items() if v is not None}
-    return f"{path}?{urlencode(shown)}"
