@@ -121,27 +121,6 @@ def test_selection_order_is_turn_then_id(store, owner, db):
     assert claimed == sorted(ids)
 
 
-def test_id_breaks_turn_ties_whatever_the_plan(store, owner, database_url):
-    """P2: the claim order's id tie-break is in the statement, not an accident of the
-    claim index. Records tie on their turn and lie in the table in reverse id order; a
-    claimer whose plan cannot use the index (a sequential scan and a sort, as after the index
-    is dropped or the planner prefers the table) still claims them in ascending id order."""
-    from psycopg.conninfo import make_conninfo
-
-    from db import Database, Store
-
-    ids = [add_record(store, owner) for _ in range(6)]
-    with store.db.transaction() as conn:
-        for record_id in reversed(ids):  # each row's new version lands after the last one written
-            conn.execute("UPDATE steps SET turn = 1 WHERE record_id = %s", [record_id])
-        physical = [r["record_id"] for r in conn.execute("SELECT record_id FROM steps ORDER BY ctid").fetchall()]
-    assert physical == ids[::-1]
-    no_index = "-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off"
-    with Database(make_conninfo(database_url, options=no_index), max_size=1) as scanning:
-        claimed = [Store(scanning).claim(Step.CONVERT, policy()).record_id for _ in ids]
-    assert claimed == ids
-
-
 # How each branch of the claim order is made to tie on its sort key, given the same past moment
 # %(at)s: new work by turn, retrying work by the end of its pause, a holder gone by its lease end.
 _TIED = {
