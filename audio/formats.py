@@ -4,12 +4,20 @@ Where segments carry a `speaker` (a machine label, S1, S2, …: see audio/speake
 says who speaks: each srt/vtt cue starts with the speaker's name in brackets (a cue never spans
 two segments, and a diarized segment never spans two speakers), txt starts a paragraph at each
 change of speaker, and json keeps `speaker` on segments and words and lists the names.
+
+Whatever text reaches them (a recognizer's, a speaker's name an older row kept), srt, vtt and txt
+keep their structure: a cue's line and a txt paragraph are one line (`domain.one_line`), a cue's
+text holds no `-->` that could pass for a timing line, and vtt escapes its markup characters.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any, NamedTuple
+
+from domain.one_line import one_line
 
 FORMATS = ("txt", "srt", "vtt", "json")
 MEDIA_TYPES = {
@@ -124,6 +132,27 @@ def _pieces(words: list[Word]) -> list[list[Word]]:
     return pieces
 
 
+# A timing arrow, with every dash before it: what replaces the whole run cannot form a new one.
+_ARROW = re.compile(r"-{2,}>")
+
+
+def _legible(segment: dict) -> dict:
+    """The segment with its text and words on one line (control characters as spaces), so that
+    a word made of them only is no word, and none breaks the line it is shown on."""
+    words = segment.get("words")
+    return {
+        **segment,
+        "text": one_line(segment.get("text") or ""),
+        **({"words": [{**w, "word": one_line(w["word"])} for w in words]} if words else {}),
+    }
+
+
+def cue_line(line: str) -> str:
+    """A line of a cue as srt and vtt show it: on one line, and with no `-->` (shown `->`)
+    that a reader would take for a cue's timing."""
+    return _ARROW.sub("->", one_line(line))
+
+
 def speaker_name(label: str, names: dict[str, str] | None = None) -> str:
     """What a reader sees for a speaker: the name its owner gave, else "Speaker N"."""
     given = (names or {}).get(label)
@@ -137,14 +166,14 @@ def cues(segments: list[dict], names: dict[str, str] | None = None) -> list[Cue]
     cue starts no earlier than the one before ends)."""
     made: list[Cue] = []
     for segment in segments:
-        for words in _pieces(_words(segment)):
+        for words in _pieces(_words(_legible(segment))):
             start = max(words[0].start, made[-1].end if made else 0.0)
             lines = _lines(words)
             if lines is None:  # never: _pieces makes only pieces that fit
                 raise ValueError(f"a cue of {len(words)} words does not fit on two lines")
             if segment.get("speaker"):
                 lines = [f"[{speaker_name(segment['speaker'], names)}] {lines[0]}", *lines[1:]]
-            made.append(Cue(start, max(words[-1].end, start), lines))
+            made.append(Cue(start, max(words[-1].end, start), [cue_line(line) for line in lines]))
     return made
 
 
@@ -169,14 +198,21 @@ def speaker_paragraphs(segments: list[dict], names: dict[str, str] | None = None
     """The text as paragraphs, one per speaker turn, each opened with the speaker's name."""
     paragraphs: list[list] = []
     for segment in segments:
-        text = (segment.get("text") or "").strip()
+        text = one_line(segment.get("text") or "").strip()
         if not text:
             continue
         if paragraphs and paragraphs[-1][0] == segment.get("speaker"):
             paragraphs[-1][1].append(text)
         else:
             paragraphs.append([segment.get("speaker"), [text]])
-    return "\n\n".join((f"[{speaker_name(who, names)}] " if who else "") + " ".join(texts) for who, texts in paragraphs)
+    return "\n\n".join(
+        (f"[{one_line(speaker_name(who, names))}] " if who else "") + " ".join(texts) for who, texts in paragraphs
+    )
+
+
+def _vtt_text(line: str) -> str:
+    """A cue's line as vtt text: `&`, `<` and `>` escaped, so that no text reads as markup."""
+    return html.escape(line, quote=False)
 
 
 def render(
@@ -221,7 +257,7 @@ def render(
         return "\n".join(blocks)
     if fmt == "vtt":
         blocks = [
-            f"{_clock(c.start, '.')} --> {_clock(c.end, '.')}\n" + "\n".join(c.lines) + "\n"
+            f"{_clock(c.start, '.')} --> {_clock(c.end, '.')}\n" + "\n".join(map(_vtt_text, c.lines)) + "\n"
             for c in cues(segments, names)
         ]
         return "WEBVTT\n\n" + "\n".join(blocks)

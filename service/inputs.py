@@ -14,6 +14,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from domain.one_line import line_problem
+
 MAX_ID = 2**63 - 1  # a record id is a PostgreSQL bigint
 MAX_LIMIT = 200  # records in one page
 MAX_OFFSET = 2**63 - 1  # OFFSET is a bigint too
@@ -58,11 +60,27 @@ def storable(value: str) -> str:
     return value
 
 
-# Strings of at most so many characters that the database can store as text.
-Title = Annotated[str, Field(max_length=MAX_TITLE), AfterValidator(storable)]
+def one_line_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text that documents show on one line (a title, a
+    speaker's name), or None when it can."""
+    return text_problem(value) or line_problem(value)
+
+
+def storable_line(value: str) -> str:
+    """A pydantic validator: `value` if it is storable text on one line; ValueError otherwise."""
+    problem = one_line_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# Strings of at most so many characters that the database can store as text; a title and a
+# speaker's name reach the text documents (a cue's first line, a txt paragraph's opening), so on
+# one line.
+Title = Annotated[str, Field(max_length=MAX_TITLE), AfterValidator(storable_line)]
 Summary = Annotated[str, Field(max_length=MAX_SUMMARY), AfterValidator(storable)]
 Topic = Annotated[str, Field(max_length=MAX_TOPIC), AfterValidator(storable)]
-SpeakerName = Annotated[str, Field(max_length=MAX_SPEAKER_NAME), AfterValidator(storable)]
+SpeakerName = Annotated[str, Field(max_length=MAX_SPEAKER_NAME), AfterValidator(storable_line)]
 SpeakerLabel = Annotated[str, Field(pattern=r"^S[1-9][0-9]?$")]
 
 

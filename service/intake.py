@@ -69,7 +69,8 @@ class BadLanguage(IntakeError, code="bad_language"):
 
 
 class BadText(IntakeError, code="bad_text"):
-    """A text field the database cannot store (a NUL character, a lone surrogate)."""
+    """A text field the database cannot store (a NUL character, a lone surrogate), or a title
+    that is not one line."""
 
 
 class BadPrompt(IntakeError, code="bad_prompt"):
@@ -110,6 +111,14 @@ def checked_text(field: str, value: str) -> str:
     if problem:
         raise BadText(f"the {field} {problem}")
     return value
+
+
+def checked_title(title: str) -> str:
+    """`title` if it is storable text on one line (`inputs.Title`); BadText otherwise."""
+    problem = inputs.one_line_problem(title)
+    if problem:
+        raise BadText(f"the title {problem}")
+    return title
 
 
 def checked_language(settings: Settings, language: str | None) -> str | None:
@@ -167,7 +176,7 @@ def accept_recording(
     accepted raises an IntakeError with nothing stored; the same key with other bytes is
     KeyReused."""
     name = inputs.source_name(source_name or path.name)
-    title = checked_text("title", title)
+    title = checked_title(title)
     language = checked_language(settings, language)
     prompt = checked_prompt(prompt)
     speakers = checked_speakers(speakers)
