@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from audio.decode import SAMPLE_RATE, pcm16k
 from audio.formats import cues, render
 from audio.recognized import UNVOICED_WORD_SECONDS, clamp_to_voice, words_on_voice
+from audio.speakers.assign import Turn, assign
 from audio.windows import windows
 from conftest import ROOT
 
@@ -35,15 +36,17 @@ def _overlap(start: float, end: float, spans) -> float:
 @pytest.fixture(scope="module")
 def three_speakers():
     """The reader, the talker and the bundled sample's speaker in turn, 5 s of silence between
-    each (33 s, two recognition windows): (PCM bytes, the silences as (start, end))."""
+    each (33 s, two recognition windows): (PCM bytes, the silences as (start, end), each
+    speaker's turn as a Turn that runs to the middle of the silences around it)."""
     gap = np.zeros(int(GAP_SECONDS * SAMPLE_RATE), np.int16)
     parts = [_pcm(READER)[: 6 * SAMPLE_RATE], gap, _pcm(TALKER), gap, _pcm(JFK)]
-    silences, at = [], 0
+    silences, voices, at = [], [], 0
     for part in parts:
-        if part is gap:
-            silences.append((at / SAMPLE_RATE, (at + len(part)) / SAMPLE_RATE))
+        (silences if part is gap else voices).append((at / SAMPLE_RATE, (at + len(part)) / SAMPLE_RATE))
         at += len(part)
-    return np.concatenate(parts).tobytes(), silences
+    edges = [0.0] + [(a + b) / 2 for a, b in silences] + [at / SAMPLE_RATE]
+    turns = [Turn(edges[i], edges[i + 1], f"S{i + 1}") for i in range(len(voices))]
+    return np.concatenate(parts).tobytes(), silences, turns
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +60,9 @@ def tiny(tmp_path_factory):
 def test_no_word_or_cue_spans_a_silence_between_speakers(three_speakers, tiny):
     """Three speakers taking turns with 5 s of silence between them: every word the recognizer
     writes, and every subtitle cue, covers at most the voice detector's padding of a silence
-    (tiny.en stretched the last word before a silence 1.3 s into it)."""
-    pcm, silences = three_speakers
+    (tiny.en stretched the last word before a silence 1.3 s into it); once each word has the
+    speaker whose turn it is in, no cue runs into the next speaker's turn."""
+    pcm, silences, turns = three_speakers
     segments = []
     for at, window in windows([pcm]):  # as the recognize step cuts and times them
         for segment in tiny.recognize(window, "en").segments:
@@ -72,6 +76,11 @@ def test_no_word_or_cue_spans_a_silence_between_speakers(three_speakers, tiny):
         assert (segment["start"], segment["end"]) == (segment["words"][0]["start"], segment["words"][-1]["end"])
     for cue in cues(segments):
         assert _overlap(cue.start, cue.end, silences) <= MOST_SILENCE_IN_A_WORD, (cue, silences)
+    for cue in cues(assign(segments, turns)):  # each labelled with the speaker whose turn it is in
+        speaker = next(t.speaker for t in turns if t.start <= cue.start < t.end)
+        assert cue.lines[0].startswith(f"[Speaker {speaker[1:]}] ") and cue.end <= next(
+            t.end for t in turns if t.speaker == speaker
+        ), (cue, turns)
 
 
 @st.composite
