@@ -143,3 +143,20 @@ def test_cues_follow_their_words_and_never_span_a_change_of_speaker(drawn):
         assert len({w["speaker"] for w in said}) == 1, cue
         assert cue.lines[0].startswith(f"[Speaker {said[0]['speaker'][1:]}] ")
         assert (cue.start, cue.end) == (said[0]["start"], said[-1]["end"])
+
+
+def test_a_word_stretched_across_a_change_of_speaker_keeps_its_speakers_turn():
+    """Speakers changing with no pause the voice detector hears (the voice runs on), and a word
+    Whisper stretched from the first speaker's last words deep into the second's turn: with the
+    speakers found, the word is cut at the edge of the turn it is given (it ran 1.2 s before
+    it), and no cue runs from one speaker's turn into the next."""
+    words = [{"word": "it", "start": 18.9, "end": 19.5}, {"word": "is", "start": 19.5, "end": 19.8},
+             {"word": "not", "start": 19.8, "end": 28.44}, {"word": "so", "start": 28.44, "end": 28.9}]
+    segment = {"start": 18.9, "end": 28.9, "text": "it is not so", "words": words}
+    turns = [Turn(10.0, 21.0, "S1"), Turn(21.0, 35.0, "S2")]
+    labelled = assign([segment], turns)
+    for cue in cues(labelled):
+        turn = next(t for t in turns if t.start <= cue.start < t.end)
+        assert cue.end <= turn.end and cue.lines[0].startswith(f"[Speaker {turn.speaker[1:]}] "), cue
+    assert [(w["word"], w["start"], w["end"]) for s in labelled for w in s["words"]] == [
+        ("it", 18.9, 19.5), ("is", 19.5, 19.8), ("not", 21.0, 28.44), ("so", 28.44, 28.9)]
