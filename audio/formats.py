@@ -2,8 +2,9 @@
 
 Where segments carry a `speaker` (a machine label, S1, S2, …: see audio/speakers), every format
 says who speaks: each srt/vtt cue starts with the speaker's name in brackets (a cue never spans
-two segments, and a diarized segment never spans two speakers), txt starts a paragraph at each
-change of speaker, and json keeps `speaker` on segments and words and lists the names.
+two segments nor two speakers: it is cut where its words' speaker changes), txt starts a
+paragraph at each change of speaker, and json keeps `speaker` on segments and words and lists
+the names.
 
 Whatever text reaches them (a recognizer's, a speaker's name an older row kept), srt, vtt and txt
 keep their structure: a cue's line and a txt paragraph are one line (`domain.one_line`), a cue's
@@ -15,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from itertools import groupby
 from typing import Any, NamedTuple
 
 from domain.one_line import one_line
@@ -38,6 +40,7 @@ class Word(NamedTuple):
     start: float
     end: float
     joiner: str  # what goes between it and the word before on a line: " " or "" (e.g. Chinese)
+    speaker: str | None = None  # its machine label, where speakers are known
 
 
 class Cue(NamedTuple):
@@ -76,7 +79,7 @@ def _words(segment: dict) -> list[Word]:
     if timed:
         stripped = [w["word"].strip() for w in timed]
         return [
-            Word(word, w["start"], w["end"], joiner)
+            Word(word, w["start"], w["end"], joiner, w.get("speaker") or segment.get("speaker"))
             for word, w, joiner in zip(stripped, timed, _joiners(stripped, text), strict=True)
         ]
     plain = text.split()
@@ -86,7 +89,7 @@ def _words(segment: dict) -> list[Word]:
     for word in plain:
         start = segment["start"] + span * done / total
         done += len(word)
-        words.append(Word(word, start, segment["start"] + span * done / total, " "))
+        words.append(Word(word, start, segment["start"] + span * done / total, " ", segment.get("speaker")))
     return words
 
 
@@ -159,20 +162,26 @@ def speaker_name(label: str, names: dict[str, str] | None = None) -> str:
     return given or f"Speaker {label.removeprefix('S')}"
 
 
+def _turns(words: list[Word]) -> list[list[Word]]:
+    """The words in runs of one speaker each, in order."""
+    return [list(run) for _, run in groupby(words, key=lambda word: word.speaker)]
+
+
 def cues(segments: list[dict], names: dict[str, str] | None = None) -> list[Cue]:
-    """Segments cut into subtitle cues: each at most CUE_SECONDS from its first word's start
-    to its last word's end (unless one word lasts longer), and at most two lines of
-    LINE_CHARS. A cue never spans two segments; cues are in time order and never overlap (a
-    cue starts no earlier than the one before ends)."""
+    """Segments cut into subtitle cues: each from its first word's start to its last word's
+    end (not the segment's: a segment's span may hold a pause its words do not), at most
+    CUE_SECONDS (unless one word lasts longer), and at most two lines of LINE_CHARS. A cue never
+    spans two segments nor a change of speaker (its words' speakers, where they carry one);
+    cues are in time order and never overlap (a cue starts no earlier than the one before ends)."""
     made: list[Cue] = []
     for segment in segments:
-        for words in _pieces(_words(_legible(segment))):
+        for words in (piece for run in _turns(_words(_legible(segment))) for piece in _pieces(run)):
             start = max(words[0].start, made[-1].end if made else 0.0)
             lines = _lines(words)
             if lines is None:  # never: _pieces makes only pieces that fit
                 raise ValueError(f"a cue of {len(words)} words does not fit on two lines")
-            if segment.get("speaker"):
-                lines = [f"[{speaker_name(segment['speaker'], names)}] {lines[0]}", *lines[1:]]
+            if words[0].speaker:
+                lines = [f"[{speaker_name(words[0].speaker, names)}] {lines[0]}", *lines[1:]]
             made.append(Cue(start, max(words[-1].end, start), [cue_line(line) for line in lines]))
     return made
 

@@ -48,3 +48,40 @@ class Engine(Protocol):
 def rounded_seconds(seconds: float) -> float:
     """A time as a transcript keeps it: seconds to the millisecond."""
     return round(float(seconds), 3)
+
+
+# The longest a word with no voice under it may last: Whisper's word times come from where its
+# attention looks, and a word next to a long silence (or one that faster-whisper's VAD filter cut
+# out and joined back) can stretch across all of it, seconds of no one speaking.
+UNVOICED_WORD_SECONDS = 1.0
+
+
+def clamp_to_voice(start: float, end: float, voice: list[tuple[float, float]]) -> tuple[float, float]:
+    """The part of a word's span [start, end] that a voice fills: of the voice spans (sorted,
+    apart) it overlaps, the one it overlaps most (the earliest on a tie), cut to the word. A
+    word no voice overlaps keeps at most UNVOICED_WORD_SECONDS of its span, at the end nearer
+    a voice. The result lies within [start, end] and never lasts less than nothing."""
+    shared = [(min(end, b) - max(start, a), max(start, a), min(end, b)) for a, b in voice if a < end and b > start]
+    if shared:
+        _, first, last = max(shared, key=lambda s: s[0])  # max keeps the earliest of equals
+        return first, last
+    if end - start <= UNVOICED_WORD_SECONDS:
+        return start, end
+    before = [b for _, b in voice if b <= start]
+    after = [a for a, _ in voice if a >= end]
+    if after and (not before or after[0] - end < start - before[-1]):
+        return end - UNVOICED_WORD_SECONDS, end
+    return start, start + UNVOICED_WORD_SECONDS
+
+
+def words_on_voice(segment: dict, voice: list[tuple[float, float]]) -> dict:
+    """The segment with each word clamped to the voice under it (`clamp_to_voice`), and its own
+    span then that of its words, so no word, segment or subtitle spans a long silence."""
+    words = segment.get("words") or []
+    if not words:
+        return segment
+    clamped = []
+    for word in words:
+        start, end = clamp_to_voice(word["start"], word["end"], voice)
+        clamped.append({**word, "start": rounded_seconds(start), "end": rounded_seconds(end)})
+    return {**segment, "start": clamped[0]["start"], "end": clamped[-1]["end"], "words": clamped}

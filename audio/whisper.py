@@ -12,7 +12,7 @@ import os
 from typing import Any, ClassVar
 
 from audio.guards import confident, cut_repeats, fill_in, loops, suppress
-from audio.recognized import Recognized, rounded_seconds
+from audio.recognized import Recognized, rounded_seconds, words_on_voice
 
 SAMPLE_RATE = 16000
 # Tokens a person's speech takes per second at most: 6 words/s (audio.guards) at some 1.5 tokens
@@ -50,7 +50,8 @@ class WhisperEngine:
     (`audio.guards.implausible`: text over no voice, faster than people speak, or looping) is
     decoded again strictly, on its voiced parts only (Silero VAD) with repeats forbidden, still at
     temperature 0; the strict decoding's plausible and likely segments (`confident`) fill the
-    holes (`fill_in`), and a hole none fills is dropped and listed in `suppressed`.
+    holes (`fill_in`), and a hole none fills is dropped and listed in `suppressed`. Every word
+    kept is then clamped to the voice under it (`words_on_voice`), and its segment to its words.
     """
 
     name = "faster-whisper"
@@ -98,7 +99,9 @@ class WhisperEngine:
             )
             strict_kept, _ = suppress(confident(strict.segments), voice)
             kept, suppressed = fill_in(kept, suppressed, strict_kept)
-        return Recognized([_plain(s) for s in kept], result.language, result.language_probability, suppressed)
+        # a word's time is where the voice is (words_on_voice): its subtitle is on screen while it is said
+        on_voice = [words_on_voice(_plain(s), voice) for s in kept]
+        return Recognized(on_voice, result.language, result.language_probability, suppressed)
 
     def _guarded(self, audio, language: str | None, **extra) -> Recognized:
         """The window decoded with `extra` options, loops decoded again and then cut."""

@@ -2,8 +2,9 @@
 
 Neighbouring windows overlap (a window every SHIFT_SECONDS, each WINDOW_SECONDS long), so the
 time two of them share is split at its middle. A word gets the speaker whose turns overlap it
-most (the nearest turn when it falls in a pause); a transcript segment whose words change
-speaker is split there, so no segment, cue or paragraph ever spans two speakers.
+most (the nearest turn when it falls in a pause), and is cut at that speaker's turn where it runs
+far past it; a transcript segment whose words change speaker is split there, so no segment, cue
+or paragraph ever spans two speakers.
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ import bisect
 from dataclasses import dataclass
 
 import numpy as np
+
+# How far a word may run out of its speaker's turn and keep its time: a turn's edge is only as
+# sure as the windows it is found in (one every SHIFT_SECONDS, audio.speakers.embed), and the
+# recognizer's word times are surer within that.
+TURN_SLACK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -50,19 +56,41 @@ def speaker_of(start: float, end: float, turns_: list[Turn], starts: list[float]
     around the word are looked at."""
     if not turns_:
         return None
-    after = bisect.bisect_left(starts if starts is not None else [t.start for t in turns_], end)
+    starts = starts if starts is not None else [t.start for t in turns_]
     overlap: dict[str, float] = {}
-    i = after - 1
-    while i >= 0 and turns_[i].end > start:
-        shared = min(end, turns_[i].end) - max(start, turns_[i].start)
-        if shared > 0:
-            overlap[turns_[i].speaker] = overlap.get(turns_[i].speaker, 0.0) + shared
-        i -= 1
+    for turn, shared in _overlapping(start, end, turns_, starts):
+        overlap[turn.speaker] = overlap.get(turn.speaker, 0.0) + shared
     if overlap:
         return max(overlap, key=overlap.__getitem__)
+    after = bisect.bisect_left(starts, end)
     middle = (start + end) / 2
     near = turns_[max(after - 1, 0) : after + 1]
     return min(near, key=lambda t: min(abs(middle - t.start), abs(middle - t.end))).speaker
+
+
+def _overlapping(start: float, end: float, turns_: list[Turn], starts: list[float]) -> list[tuple[Turn, float]]:
+    """The turns that share time with [start, end], latest first, each with the time shared."""
+    found, i = [], bisect.bisect_left(starts, end) - 1
+    while i >= 0 and turns_[i].end > start:
+        shared = min(end, turns_[i].end) - max(start, turns_[i].start)
+        if shared > 0:
+            found.append((turns_[i], shared))
+        i -= 1
+    return found
+
+
+def _in_turn(word: dict, speaker: str | None, turns_: list[Turn], starts: list[float]) -> dict:
+    """The word with `speaker`; where it runs more than TURN_SLACK_SECONDS out of the turn of that
+    speaker it shares most time with (the recognizer stretched it across a change of speaker), cut
+    at that turn's edge. A word in a pause keeps its time."""
+    overlapping = _overlapping(word["start"], word["end"], turns_, starts)
+    mine = [(turn, time) for turn, time in overlapping if turn.speaker == speaker]
+    if not mine:
+        return {**word, "speaker": speaker}
+    turn, _ = max(mine, key=lambda pair: pair[1])
+    start = word["start"] if turn.start - word["start"] <= TURN_SLACK_SECONDS else turn.start
+    end = word["end"] if word["end"] - turn.end <= TURN_SLACK_SECONDS else turn.end
+    return {**word, "start": start, "end": end, "speaker": speaker}
 
 
 def assign(segments: list[dict], turns_: list[Turn]) -> list[dict]:
@@ -75,7 +103,7 @@ def assign(segments: list[dict], turns_: list[Turn]) -> list[dict]:
             continue
         pieces: list[list[dict]] = []
         for word in words:
-            word = {**word, "speaker": speaker_of(word["start"], word["end"], turns_, starts)}
+            word = _in_turn(word, speaker_of(word["start"], word["end"], turns_, starts), turns_, starts)
             if pieces and pieces[-1][-1]["speaker"] == word["speaker"]:
                 pieces[-1].append(word)
             else:
