@@ -41,6 +41,7 @@ from bench.storage import save_window, window_segments
 from db import Database, Store
 from db.pipeline import _save_statement
 from db.queries import query
+from domain.asked import Asked
 from domain.policy import StepPolicy
 from domain.stages import Step
 from service import logs
@@ -95,7 +96,7 @@ def hour_record(store: Store) -> tuple[int, int]:
     which the archive's records share (a record needs one; search never reads it)."""
     store.add_owner("bench")
     owner_id = store.owner_by_name("bench")["id"]
-    record_id = store.accept(owner_id, [b"bench audio"], source_name="hour.bin", language="en")
+    record_id = store.accept(owner_id, [b"bench audio"], source_name="hour.bin", asked=Asked(language="en"))
     return record_id, store.original_audio(record_id, owner_id)["blob_id"]
 
 

@@ -5,10 +5,11 @@ for good. The statements are in `queries/records.sql`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
+from psycopg.types.json import Jsonb
 
 from db.blobs import discard_blob, finish_blob, write_chunks
 from db.database import Database
@@ -17,20 +18,19 @@ from db.queries import query
 from db.quotas import QuotaExceeded, check_quota, hold_quota
 from db.rows import DictConnection, only_row
 from db.uploads import SameUpload, earlier_record, keep_key
+from domain.asked import Asked
 from domain.stages import Step
 
 
 @dataclass(frozen=True)
 class NewRecord:
     """What a new record is made with besides its audio: the upload's title and file name, what it
-    asks for (language, prompt, speakers) and the length its file declares."""
+    asks of recognition and the length its file declares."""
 
     title: str = ""
     source_name: str = ""
     media_type: str = "application/octet-stream"
-    language: str | None = None
-    prompt: str | None = None
-    speakers: str = "auto"
+    asked: Asked = field(default_factory=Asked)
     declared_seconds: float | None = None
 
 
@@ -73,7 +73,7 @@ class Records:
         blob_id, chunks = write_chunks(self.db, pieces, new.media_type)  # ValueError when empty
         try:
             with self.db.transaction() as conn:
-                earlier = None if same is None else earlier_record(conn, owner_id, same, lock=True)
+                earlier = None if same is None else earlier_record(conn, owner_id, same, new.asked, lock=True)
                 if earlier is None:
                     size = finish_blob(conn, blob_id, chunks)
                     if size is None:
@@ -147,10 +147,11 @@ def _insert_record(
         "size_bytes": size,
         "title": new.title,
         "source_name": new.source_name,
-        "language": new.language,
-        "prompt": new.prompt,
+        "language": new.asked.language,
+        "prompt": new.asked.prompt,
         "intake_seconds": new.declared_seconds,
-        "speakers_wanted": new.speakers,
+        "speakers_wanted": new.asked.speakers,
+        "asked": Jsonb(new.asked.value()),
         "content_sha256": same and same.sha256,
         "first_step": Step.first().value,
     }

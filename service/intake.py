@@ -19,6 +19,7 @@ from db import Store
 from db.quotas import QuotaExceeded
 from db.records import NewRecord
 from db.uploads import SameUpload, UploadKeyReused
+from domain.asked import Asked
 from domain.errors import TranscriberError
 from service import inputs, runtime
 from service.config import Settings
@@ -53,7 +54,8 @@ class UnsupportedAudio(IntakeError, code="unsupported_audio"):
 
 
 class KeyReused(IntakeError, code="idempotency_key_reused"):
-    """The owner's Idempotency-Key was first sent with other bytes."""
+    """The owner's Idempotency-Key was first sent with other bytes, or asking for something else
+    (`domain.asked`)."""
 
 
 class OverQuota(IntakeError, code="quota_exceeded"):
@@ -146,6 +148,15 @@ def size_limit_message(settings: Settings) -> str:
     return f"the file is larger than the limit of {limit} MB (TRANSCRIBER_MAX_UPLOAD_MB)"
 
 
+def asked_of(
+    settings: Settings, *, language: str | None = None, prompt: str | None = None, speakers: str | int | None = None
+) -> Asked:
+    """What an upload asks of recognition, checked: everything that changes its result, and so
+    everything a repeat of its bytes must ask alike to be answered by its record
+    (`domain.asked`). Raises BadLanguage, BadPrompt or BadSpeakers."""
+    return Asked(checked_language(settings, language), checked_prompt(prompt), checked_speakers(speakers))
+
+
 def _read(path: Path) -> Iterator[bytes]:
     with path.open("rb") as handle:
         while piece := handle.read(READ_BYTES):
@@ -171,35 +182,29 @@ def accept_recording(
 
     The record is an earlier one instead when `same` names an earlier upload this one repeats
     (`db.uploads`), or, with `continue_unfinished`, when an earlier run left the same bytes
-    unfinished, asked for alike (found before the file is probed or stored again; the bytes'
-    SHA-256 is kept with a new record, so that a later run finds it). Input that cannot be
-    accepted raises an IntakeError with nothing stored; the same key with other bytes is
-    KeyReused."""
+    unfinished (found before the file is probed or stored again; the bytes' SHA-256 is kept with
+    a new record, so that a later run finds it); either only when that upload asked alike
+    (`asked_of`). Input that cannot be accepted raises an IntakeError with nothing stored; the
+    same key with other bytes, or asking for something else, is KeyReused."""
     name = inputs.source_name(source_name or path.name)
     title = checked_title(title)
-    language = checked_language(settings, language)
-    prompt = checked_prompt(prompt)
-    speakers = checked_speakers(speakers)
+    asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers)
     if continue_unfinished and same is None:
         same = _same_bytes(settings, path)
     try:
-        earlier = None if same is None else store.earlier_upload(owner_id, same)
+        earlier = None if same is None else store.earlier_upload(owner_id, same, asked)
         if earlier is None and continue_unfinished and same is not None:
-            earlier = _unfinished(store, owner_id, same.sha256, prompt=prompt, speakers=speakers, language=language)
+            earlier = _unfinished(store, owner_id, same.sha256, asked)
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
-        new = NewRecord(
-            title or Path(name).stem,
-            name,
-            language=language,
-            prompt=prompt,
-            speakers=speakers,
-            declared_seconds=declared,
-        )
+        new = NewRecord(title or Path(name).stem, name, asked=asked, declared_seconds=declared)
         return store.store_recording(owner_id, _read(path), new, expected_bytes=size, same=same)
     except UploadKeyReused:
-        raise KeyReused("this Idempotency-Key was first sent with other bytes; a new upload needs a new key") from None
+        raise KeyReused(
+            "this Idempotency-Key was first sent with other bytes or other parameters (language, prompt, "
+            "speakers); a new upload needs a new key"
+        ) from None
     except QuotaExceeded as error:
         refused = OverQuota(f"{error}: {name}")
         refused.details = error.over.details()
@@ -230,12 +235,12 @@ def _same_bytes(settings: Settings, path: Path) -> SameUpload | None:
     return SameUpload(digest.digest())
 
 
-def _unfinished(store: Store, owner_id: int, sha256: bytes, **asked) -> int | None:
+def _unfinished(store: Store, owner_id: int, sha256: bytes, asked: Asked) -> int | None:
     """The oldest record of these bytes an earlier run left unfinished that no one works on: held
     by no claim, or by a process of this machine that has ended (a killed run's, whose lease is
     ended now rather than waited out). A claim held by a live process, or by one elsewhere, is
     left to it."""
-    for row in store.unfinished_uploads(owner_id, sha256, **asked):
+    for row in store.unfinished_uploads(owner_id, sha256, asked):
         if not row["held"] or runtime.end_if_holder_gone(store, row):
             return row["record_id"]
     return None

@@ -173,6 +173,7 @@ def test_the_sweep_deletes_keys_past_a_day(store, owner):
     from actors import context
     from db.records import NewRecord
     from db.uploads import SameUpload
+    from domain.asked import Asked
 
     old = SameUpload(b"\x01" * 32, key="old")
     young = SameUpload(b"\x02" * 32, key="young")
@@ -183,6 +184,6 @@ def test_the_sweep_deletes_keys_past_a_day(store, owner):
         conn.execute("UPDATE upload_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'")
     context.use(settings(), store)
     actors.sweep.fn()
-    assert store.earlier_upload(owner["id"], old) is None
-    assert store.earlier_upload(owner["id"], young) is not None
+    assert store.earlier_upload(owner["id"], old, Asked()) is None
+    assert store.earlier_upload(owner["id"], young, Asked()) is not None
     assert _count(store) == 2

@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,20 @@ def _finished(c: dict) -> bool:
     return bool(c["halt"]) or (c["stage"] == "done" and c["speakers"]["state"] != "pending")
 
 
+@dataclass(frozen=True)
+class Result:
+    """One file argument's result: its record, and the earlier argument of this run whose record
+    it shares (a byte copy asked for alike is the same recording), if any."""
+
+    path: Path
+    record_id: int
+    same_as: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return source_name(self.path.name)
+
+
 def transcribe(
     paths: list[Path],
     settings: Settings,
@@ -101,78 +116,85 @@ def transcribe(
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
-    records, refused = _accept_all(
+    results, refused = _accept_all(
         store, settings, paths, owner=owner, language=language, prompt=prompt, speakers=speakers
     )
-    if not records:
+    if not results:
         return 2
     with LocalPipeline(store, settings):
-        cards = _watch(store, records)
-    halted = _print_texts(store, records, cards, fmt, several=len(paths) > 1)
+        cards = _watch(store, [r for r in results if r.same_as is None])
+    halted = _print_texts(store, results, cards, fmt, several=len(paths) > 1)
     return 1 if halted or refused else 0
 
 
-def _accept_all(store: Store, settings: Settings, paths: list[Path], **asked: Any) -> tuple[dict[int, Path], int]:
-    """The records of the files (an earlier run's, where it left the same one unfinished), and how
-    many files were refused."""
-    records: dict[int, Path] = {}
+def _accept_all(store: Store, settings: Settings, paths: list[Path], **asked: Any) -> tuple[list[Result], int]:
+    """One result per file accepted, in the order given (an earlier run's record, where it left
+    the same one unfinished; an earlier argument's, where it is the same recording), and how many
+    files were refused."""
+    results: list[Result] = []
     refused = 0
     for path in paths:
         try:
             record_id, new = accept_from_command_line(store, settings, path, continue_unfinished=True, **asked)
-            records[record_id] = path
-            if not new:
-                print(
-                    f"[record {record_id}] {path.name}: going on with this record, which an earlier run "
-                    "left unfinished",
-                    file=sys.stderr,
-                    flush=True,
-                )
         except IntakeError as error:
             print(f"{path}: refused: {error}", file=sys.stderr)
             refused += 1
-    return records, refused
+            continue
+        first = next((r.path for r in results if r.record_id == record_id and r.same_as is None), None)
+        results.append(Result(path, record_id, first))
+        if first is not None:
+            how = f"the same recording as {source_name(first.name)}, asked for alike: its record answers both"
+        elif not new:
+            how = "going on with this record, which an earlier run left unfinished"
+        else:
+            continue
+        print(f"[record {record_id}] {path.name}: {how}", file=sys.stderr, flush=True)
+    return results, refused
 
 
-def _watch(store: Store, records: dict[int, Path]) -> dict[int, dict[str, Any]]:
+def _watch(store: Store, results: list[Result]) -> dict[int, dict[str, Any]]:
     """Each record's card, a line on stderr whenever it changes, until every one has finished."""
     shown: dict[int, str] = {}
     cards: dict[int, dict[str, Any]] = {}
     while True:
-        for record_id, path in records.items():
+        for result in results:
+            record_id = result.record_id
             cards[record_id] = card(_still_there(store.card_row(record_id), record_id))
             line = _describe(cards[record_id])
             if shown.get(record_id) != line:
                 shown[record_id] = line
-                print(f"[record {record_id}] {path.name}: {line}", file=sys.stderr, flush=True)
+                print(f"[record {record_id}] {result.path.name}: {line}", file=sys.stderr, flush=True)
         if all(_finished(c) for c in cards.values()):
             return cards
         time.sleep(POLL_SECONDS)
 
 
 def _print_texts(
-    store: Store, records: dict[int, Path], cards: dict[int, dict[str, Any]], fmt: str, *, several: bool
+    store: Store, results: list[Result], cards: dict[int, dict[str, Any]], fmt: str, *, several: bool
 ) -> int:
-    """Each record's text on stdout in `fmt` (a halted one's reason on stderr); how many halted."""
-    halted = 0
-    for record_id, path in records.items():
-        c = cards[record_id]
+    """Each file's text on stdout in `fmt`, in the order given (a halted one's reason on stderr);
+    how many halted."""
+    halted = shown = 0
+    for result in results:
+        record_id, c = result.record_id, cards[result.record_id]
+        same_as = None if result.same_as is None else source_name(result.same_as.name)
         if c["halt"]:
             halted += 1
             print(
-                f"{path.name}: halted (record {record_id}): {c['halt']['reason']}: {c['halt']['error']}",
+                f"{result.path.name}: halted (record {record_id}): {c['halt']['reason']}: {c['halt']['error']}",
                 file=sys.stderr,
             )
             continue
         body = render_record(fmt, _still_there(store.transcript(record_id), record_id))
-        if several and fmt != "json":
-            print(f"==> {source_name(path.name)} (record {record_id}) <==")
         if fmt == "json":
-            print(
-                json.dumps(
-                    {"record": record_id, "file": source_name(path.name), **json.loads(body)}, ensure_ascii=False
-                )
-            )
-        else:
-            sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
+            answer = {"record": record_id, "file": result.name, "same_as": same_as, **json.loads(body)}
+            print(json.dumps(answer, ensure_ascii=False))
+            continue
+        if several:
+            if shown:
+                print()  # as `tail` heads several files: a blank line between one file and the next
+            shared = "" if same_as is None else f", the same as {same_as}"
+            print(f"==> {result.name} (record {record_id}{shared}) <==")
+        shown += 1
+        sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
     return halted

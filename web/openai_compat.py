@@ -8,7 +8,9 @@ before the official client's 600 s read timeout, so the client hears the answer 
 retrying). Past that it answers an error naming the record's card, and the record goes on:
 nothing is lost, and the text is at its address once done. One intended upload makes one
 record: with `Idempotency-Key`, a repeat is the key's first record; without one, a retry of the
-same bytes while the first is in the pipeline waits for that record (`db.uploads`). Errors here
+same bytes while the first is in the pipeline waits for that record (`db.uploads`). Either only
+when the repeat asks alike (language, prompt, speakers: `domain.asked`); `response_format` and
+`timestamp_granularities[]` only shape the answer, so they may differ. Errors here
 have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}` (plus the service's own
 top-level `message`), and carry `x-should-retry: false` where a retry would only upload the file
 again.
@@ -178,7 +180,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
         answers 504 naming the record's card (the record goes on)."""
         _check_answer_asked(response_format, granularities, stream)
         key = idempotency_key(request)
-        try:  # without a key, a retry of the same bytes in the pipeline waits for the first record
+        try:  # without a key, a retry of the same bytes asked alike waits for the first record
             asked = {"language": language, "prompt": prompt, "speakers": speakers_asked}
             record_id, _ = await run_in_threadpool(
                 spool_and_accept,

@@ -68,7 +68,10 @@ def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Call
         status_code=201,
         responses={
             200: {"description": "a repeat of an earlier upload with the same `Idempotency-Key`: its record"},
-            422: {"description": "`idempotency_key_reused`: the key was first sent with other bytes"},
+            422: {
+                "description": "`idempotency_key_reused`: the key was first sent with other bytes or another "
+                "language, prompt or speakers"
+            },
         },
     )
     def upload(
@@ -84,8 +87,9 @@ def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Call
         `prompt` (at most 800 characters: names, jargon, context) is given to the recognizer
         for every window; `language` (a code, or `auto`) wins over TRANSCRIBER_LANGUAGE;
         `speakers`: auto (the service decides), off, or the number of speakers. With an
-        `Idempotency-Key` (kept at least 24 h), a repeat with the same bytes answers the first
-        record (200, `Idempotent-Replayed: true`), never a second one."""
+        `Idempotency-Key` (kept at least 24 h), a repeat with the same bytes, language, prompt
+        and speakers answers the first record (200, `Idempotent-Replayed: true`), never a second
+        one."""
         key = idempotency_key(request)
         try:
             record, new = spool_and_accept(

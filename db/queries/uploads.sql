@@ -8,19 +8,21 @@
 SELECT pg_advisory_xact_lock(hashtextextended(%(owner_id)s::text || ':' || %(what)s, 7262700225));
 
 -- name: upload_by_key
--- The record the owner's key stands for, with the SHA-256 of the bytes it was first sent with.
-SELECT record_id, content_sha256 FROM upload_keys WHERE owner_id = %(owner_id)s AND key = %(key)s;
+-- The record the owner's key stands for, with the SHA-256 of the bytes it was first sent with
+-- and whether that record was asked for alike (`domain.asked`).
+SELECT k.record_id, k.content_sha256, r.asked IS NOT DISTINCT FROM %(asked)s AS asked_alike
+FROM upload_keys k JOIN records r ON r.id = k.record_id
+WHERE k.owner_id = %(owner_id)s AND k.key = %(key)s;
 
 -- name: keep_upload_key
 INSERT INTO upload_keys (owner_id, key, content_sha256, record_id)
 VALUES (%(owner_id)s, %(key)s, %(content_sha256)s, %(record_id)s);
 
 -- name: upload_in_flight
--- The owner's record of the same bytes still in the pipeline, or done so recently that a
--- client's retry may still be on its way: not halted, newest first. (The language is not
--- compared: a retry sends the same one, and recognition writes the one it detected.)
+-- The owner's record of the same bytes, asked for alike (`domain.asked`), still in the pipeline
+-- or done so recently that a client's retry may still be on its way: not halted, newest first.
 SELECT r.id FROM records r
-WHERE r.owner_id = %(owner_id)s AND r.content_sha256 = %(content_sha256)s
+WHERE r.owner_id = %(owner_id)s AND r.content_sha256 = %(content_sha256)s AND r.asked = %(asked)s
   -- not halted (a halt of the diarize step leaves its record done, not halted)
   AND NOT EXISTS (SELECT FROM steps s WHERE s.record_id = r.id AND s.stage <> 'done' AND s.halted_at IS NOT NULL)
   AND (r.stage <> 'done' OR r.stage_entered_at > now() - make_interval(secs => %(window_seconds)s))
@@ -29,17 +31,14 @@ LIMIT 1;
 
 -- name: upload_unfinished
 -- The owner's records of the same bytes that an earlier `transcriber transcribe` left unfinished:
--- not done, not halted, asked for with the same prompt and speakers, and in the language asked
--- (none asked: any; recognition writes the one it used). The oldest first, each saying whether a
+-- not done, not halted, asked for alike (`domain.asked`). The oldest first, each saying whether a
 -- claim still holds it (a run stopped with Ctrl-C gave its claim back; a killed one's holds until
 -- its lease runs out) and by whom.
 SELECT r.id AS record_id, s.step, s.claim_token, s.claim_holder,
        s.claim_token IS NOT NULL AND s.lease_expires_at >= now() AS held
 FROM records r JOIN steps s ON s.record_id = r.id AND s.stage = r.stage
-WHERE r.owner_id = %(owner_id)s AND r.content_sha256 = %(content_sha256)s
+WHERE r.owner_id = %(owner_id)s AND r.content_sha256 = %(content_sha256)s AND r.asked = %(asked)s
   AND s.halted_at IS NULL AND r.stage <> 'done'
-  AND r.prompt IS NOT DISTINCT FROM %(prompt)s AND r.speakers_wanted = %(speakers)s
-  AND (%(language)s::text IS NULL OR r.language = %(language)s)
 ORDER BY r.id
 LIMIT 10;
 
