@@ -111,9 +111,12 @@ class Accounts:
 
     def set_owner_disabled(self, name: str, disabled: bool) -> bool | None:
         """Disable or enable the owner called `name`; return whether it was disabled before
-        (None: no such owner). A disabled owner's token is refused; its records stay."""
+        (None: no such owner). A disabled owner's token is refused and its browser sessions end
+        (enabling it again revives none: each browser signs in again); its records stay."""
         with self.db.transaction() as conn:
             row = conn.execute(query("set_owner_disabled"), {"name": name, "disabled": disabled}).fetchone()
+            if row is not None and disabled:
+                conn.execute(query("end_owner_sessions"), {"owner_id": row["id"]})
         if row is None:
             return None
         logger.info("owner {} {}", name, "disabled" if disabled else "enabled")

@@ -164,7 +164,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(its record, card and text stay); unset: as long as the record",
             Kind(_retention_days, "a number of days, fractions allowed, more than 0"), "audio_retention_days"),
     Setting("TRANSCRIBER_SESSION_IDLE_SECONDS", "43200", "how long a browser session may go unused before it "
-            "ends", number(1, 90 * DAY), "session_idle_seconds"),
+            "ends: between nine tenths of it and all of it after its last request", number(1, 90 * DAY),
+            "session_idle_seconds"),
     Setting("TRANSCRIBER_LOG_JSON", None, "a file the service also logs to, as JSON lines", PATH,
             "log_json"),
     Setting("TRANSCRIBER_METRICS_PORT", None, "where a `dramatiq actors` run serves the Prometheus metrics of "

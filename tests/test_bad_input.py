@@ -180,6 +180,26 @@ class Refused:
 
 
 @dataclass(frozen=True)
+class Ranged:
+    """The answer to a `Range` header on the audio: 416 naming the file's size, or 206 with the
+    whole file as the part; nothing stored."""
+    status: int
+
+    def __str__(self):
+        return "416 `Content-Range: bytes */SIZE`" if self.status == 416 else "206, the whole file"
+
+    def check(self, w: World, answer, before) -> None:
+        assert answer.status_code == self.status, answer.text
+        whole = w.get(f"/records/{w.baseline}/audio", **w.auth(w.notes["alice"])).content
+        if self.status == 416:
+            assert answer.headers["content-range"] == f"bytes */{len(whole)}"
+        else:
+            assert answer.content == whole
+            assert answer.headers["content-range"] == f"bytes 0-{len(whole) - 1}/{len(whole)}"
+        assert w.counts() == before
+
+
+@dataclass(frozen=True)
 class Accepted:
     """201, then the pipeline runs until idle: the record ends done, or halted with `end`."""
     end: str = "done"
@@ -266,31 +286,53 @@ def _shown_as(name: str):
     return then
 
 
-def _oversized_chunked(w):
-    """Streams 64 MB in 64 kB pieces with no length declared; counts what the service read."""
+def _chunked_64mb(w, path: str, headers: dict, head: bytes = b"", tail: bytes = b""):
+    """POSTs `head`, 64 MB in 64 kB pieces and `tail`, with no length declared; counts what the
+    service read."""
     from web.app import create_app
 
     sent = 0
-    body, content_type = multipart(b"endless.wav", b"")
-    head, tail = body.split(b"\r\n\r\n\r\n", 1)
 
     async def pieces():
         nonlocal sent
-        yield head + b"\r\n\r\n"
+        yield head
         for _ in range(1024):
             sent += 65536
             yield b"\0" * 65536
-        yield b"\r\n" + tail
+        yield tail
 
     async def go():
         transport = httpx.ASGITransport(app=create_app(w.store, w.settings), raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            return await client.post("/records", content=pieces(),
-                                     headers={**w.auth(), "content-type": content_type})
+            return await client.post(path, content=pieces(), headers=headers)
 
     answer = asyncio.run(go())
     w.notes["sent"] = sent
     return answer
+
+
+def _oversized_chunked(w):
+    body, content_type = multipart(b"endless.wav", b"")
+    head, tail = body.split(b"\r\n\r\n\r\n", 1)
+    return _chunked_64mb(w, "/records", {**w.auth(), "content-type": content_type}, head + b"\r\n\r\n",
+                         b"\r\n" + tail)
+
+
+def _disabled_session_upload(w):
+    """Mallory signs in to the page, is disabled, and uploads from the page (cookie, CSRF token)."""
+    from test_shared_sessions import csrf_of
+
+    cookie = w.client.post("/session", data={"token": w.token}, follow_redirects=False).cookies["transcriber_session"]
+    csrf = csrf_of(w.client.get("/").text)
+    w.store.set_owner_disabled("mallory", True)
+    body, content_type = multipart(b"endless.wav", b"")
+    head, tail = body.split(b"\r\n\r\n\r\n", 1)
+    return _chunked_64mb(w, "/records", {"cookie": f"transcriber_session={cookie}", "x-csrf-token": csrf,
+                                         "content-type": content_type}, head + b"\r\n\r\n", b"\r\n" + tail)
+
+
+def _audio_range(header: str):
+    return lambda w: w.get(f"/records/{w.baseline}/audio", **w.auth(w.notes["alice"]), Range=header)
 
 
 def _chunked_small(w):
@@ -384,6 +426,14 @@ HTTP_ROWS = [
         Refused(413, "too_large")),
     Row("oversized, chunked (64 MB, no length)", "POST /records", _oversized_chunked, Refused(413, "too_large"),
         _read_stopped_early),
+    Row("a disabled owner's page session with its CSRF token, 64 MB chunked", "POST /records",
+        _disabled_session_upload, Refused(401, "unauthorized"), _read_stopped_early),
+    Row("a body the form does not parse (octet-stream, 64 MB chunked)", "POST /session",
+        lambda w: _chunked_64mb(w, "/session", {"content-type": "application/octet-stream"}),
+        Refused(413, "too_large"), _read_stopped_early),
+    Row("a body the form does not parse (JSON, 64 MB chunked)", "POST /admin/session",
+        lambda w: _chunked_64mb(w, "/admin/session", {"content-type": "application/json"}),
+        Refused(413, "too_large"), _read_stopped_early),
     # intake: unusual but valid audio is accepted and the pipeline ends it
     Row("chunked upload within the limit", "POST /records", _chunked_small, Accepted()),
     Row("truncated mp3 (first half)", "POST /records",
@@ -442,6 +492,10 @@ HTTP_ROWS = [
     Row("limit 0", "GET /records", lambda w: w.get("/records?limit=0"), Refused(422, "invalid_request")),
     Row("limit over 200", "GET /records", lambda w: w.get("/records?limit=201"), Refused(422, "invalid_request")),
     Row("non-numeric limit", "GET /records", lambda w: w.get("/records?limit=ten"), Refused(422, "invalid_request")),
+    Row("Range starting at a number of 4301 digits", "GET /records/{id}/audio",
+        _audio_range("bytes=" + "9" * 4301 + "-"), Ranged(416)),
+    Row("Range of the last 4301-digit number of bytes", "GET /records/{id}/audio",
+        _audio_range("bytes=-" + "9" * 4301), Ranged(206)),
     Row("unknown text format", "GET /records/{id}/text",
         lambda w: w.get(f"/records/{w.baseline}/text?format=doc", **w.auth(w.notes["alice"])),
         Refused(422, "invalid_request")),

@@ -280,7 +280,7 @@ def test_records_in_pages_and_an_oversized_upload(make_api, browser, store):
 def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, store, db):
     """While recognising, the list shows seconds done of the total (and a bar); a
     record waiting out a pause shows its failed attempts and when it tries again; both in
-    Russian too; a disabled owner's page shows the API's reason."""
+    Russian too; a disabled owner's page asks to sign in again, and the sign-in says why not."""
     from conftest import add_record
 
     api = make_api()
@@ -305,8 +305,11 @@ def test_list_shows_recognition_progress_and_pause_in_words(make_api, browser, s
     assert page.get_attribute("html", "lang") == "ru"
     assert "0:42 из 1:35" in page.wait_for_selector(f"#record-{working}").inner_text()
     assert "неудач: 2" in page.wait_for_selector(f"#record-{paused}").inner_text()
-    store.set_owner_disabled("dana", True)  # the page says why it stopped updating
-    page.wait_for_selector("#problem:has-text('is disabled')")
+    store.set_owner_disabled("dana", True)  # its session ends: the page asks to sign in, and says why
+    page.wait_for_selector("#sign-in")
+    page.fill("#token", token)
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_selector("p.error:has-text('отключён')")
     watched.assert_all_local()
 
 

@@ -111,13 +111,13 @@ def test_pages_ask_nothing_of_other_hosts():
 
 def test_disabled_owner_cannot_sign_in_and_its_session_stops(make_api):
     """Sign-in with owner tokens as the API checks them, owner disable included:
-    a disabled owner's token opens no session, and a session already open stops at once."""
+    a disabled owner's token opens no session, and a session already open ends at once."""
     api = make_api()
     token = api.token("dana")
     api.http.cookies.set("transcriber_session", sign_in(api, token).cookies["transcriber_session"])
     assert api.http.get("/records").status_code == 200
     api.store.set_owner_disabled("dana", True)
-    assert api.http.get("/records").status_code == 403
+    assert api.http.get("/records").status_code == 401
     api.http.cookies.clear()
     refused = sign_in(api, token)
     assert refused.status_code == 403 and "set-cookie" not in refused.headers

@@ -46,9 +46,12 @@ def cmd_owner_enable(args, settings) -> int:
     if was_disabled == disable:
         print(f"owner {args.name} was already {'disabled' if disable else 'enabled'}")
     elif disable:
-        print(f"owner {args.name} disabled: its API token is refused until `transcriber owner enable`")
+        print(
+            f"owner {args.name} disabled: its API token is refused until `transcriber owner enable`, "
+            "and its browser sessions have ended"
+        )
     else:
-        print(f"owner {args.name} enabled: its current API token works again")
+        print(f"owner {args.name} enabled: its current API token works again (browsers sign in again)")
     return 0
 
 
@@ -153,7 +156,7 @@ def add_commands(sub) -> None:
     p.add_argument("name")
     p.set_defaults(run=cmd_owner_token)
     for action, text in (
-        ("disable", "refuse an owner's API token until it is enabled (records stay)"),
+        ("disable", "refuse an owner's API token until it is enabled and end its browser sessions (records stay)"),
         ("enable", "accept a disabled owner's current API token again"),
     ):
         p = owner.add_parser(action, help=text)

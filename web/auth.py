@@ -1,7 +1,8 @@
 """Who is behind a request: an owner (the records API, the OpenAI-compatible address, the owner's
 page) or an operator (the panel). Both hold a bearer token, sent as `Authorization: Bearer`, or a
-browser session that acts for the account while its token is unchanged (`web.sessions` puts the
-session, checked against the database, in the request's state). An operator's token is never an
+browser session that acts for the account while its token is unchanged and the owner enabled
+(`web.sessions` puts the session, checked against the database, in the request's state; a
+disabled owner has none). An operator's token is never an
 owner's, nor the reverse, and neither is a session of one kind."""
 
 from collections.abc import Callable
@@ -45,8 +46,8 @@ def bearer_owner(store: Store) -> Callable[[Request], dict]:
 
     def owner(request: Request) -> dict:
         session = session_of(request, "owner")
-        if session is not None:
-            return enabled_owner({"id": session.account_id, "name": session.name, "disabled": session.disabled})
+        if session is not None:  # live only while the owner is enabled
+            return {"id": session.account_id, "name": session.name, "disabled": False}
         return enabled_owner(owner_by_token(store, bearer_token(request)))
 
     return owner

@@ -1,5 +1,6 @@
 """The size limit on request bodies, before any route reads one: a body over the limit is
-answered 413 with the code of an upload too large, with nothing stored and nothing spooled."""
+answered 413 with the code of an upload too large and `Connection: close`, with nothing stored
+and nothing spooled, whatever the method, the content type or the framing."""
 
 from __future__ import annotations
 
@@ -19,12 +20,51 @@ class BodyTooLarge(TranscriberError, HTTPException, code=TooLarge.code):
         super().__init__(413, message)
 
 
+class _CountedBody:
+    """A request's body as it is received, counted against the limit."""
+
+    def __init__(self, receive, limit: int, refusal: str):
+        self._receive, self.limit, self.refusal = receive, limit, refusal
+        self.seen, self.finished, self.answered = 0, False, False
+
+    @property
+    def over(self) -> bool:
+        return self.seen > self.limit
+
+    async def _next(self):
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.seen += len(message.get("body", b""))
+            self.finished = not message.get("more_body", False)
+        else:  # the client went away: nothing more will come
+            self.finished = True
+        return message
+
+    async def receive(self):
+        """The application's read: refused once the count passes the limit (until it has
+        answered; after that its reads only wait for the client to go)."""
+        message = await self._next()
+        if self.over and not self.answered:
+            raise BodyTooLarge(self.refusal)
+        return message
+
+    async def drain(self) -> None:
+        """Read what the application left of the body, no further than just past the limit.
+        A route may answer without reading the body (a form's route given another content type);
+        left unread, the server would read and discard the rest of it, however long, to keep the
+        connection."""
+        while not self.finished and not self.over:
+            await self._next()
+
+
 class BodyLimit:
     """ASGI middleware: a body over the limit is refused with 413, whatever the method, whether
     its length is declared (refused before a byte is read) or it comes in chunks (refused as
-    soon as the count passes the limit, so an endless chunked upload cannot fill the disk).
-    The limit is `limit` at the (method, path) pairs of `large_at` (all, when not given) and
-    `small` elsewhere."""
+    soon as the count passes the limit, so an endless chunked upload cannot fill the disk), and
+    whether the route reads it or not (what a route's answer leaves unread is read up to the
+    limit before that answer goes out, and past the limit the answer is the 413). The 413 closes
+    the connection, so nothing more of the body is read. The limit is `limit` at the (method,
+    path) pairs of `large_at` (all, when not given) and `small` elsewhere."""
 
     def __init__(
         self,
@@ -65,15 +105,17 @@ class BodyLimit:
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:
             return await self._refuse(send, refusal)
-        seen = 0
+        body = _CountedBody(receive, limit, refusal)
+        refused = False
 
-        async def counted():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLarge(refusal)
-            return message
+        async def answer(message):
+            nonlocal refused
+            if message["type"] == "http.response.start":
+                await body.drain()
+                body.answered, refused = True, body.over
+                if refused:  # the application's own answer (its 413, or one to a body it left unread) goes unsent
+                    return await self._refuse(send, refusal)
+            if not refused:
+                await send(message)
 
-        await self.app(scope, counted, send)
+        await self.app(scope, body.receive, answer)

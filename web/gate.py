@@ -4,9 +4,10 @@ FastAPI reads and parses a request's body (a JSON document into memory, a multip
 disk) before a route's dependencies check its token, so a client with no token could make the
 server hold hundreds of MB. This ASGI middleware sits in front of the routes and decides a
 request that carries a body from its headers alone: the bearer token must belong to an owner, or
-to an operator below /admin, unless `web.sessions`, outside this layer, has found a session of
-that kind for the request's cookie (and checked its CSRF token). Otherwise the answer is 401 (403
-for a disabled owner) at once, with `Connection: close`; the body is never read, so it is neither
+to an operator below /admin, unless `web.sessions`, outside this layer, has found a live session
+of that kind for the request's cookie (and checked its CSRF token); a disabled owner has none, its
+sessions having ended with its disabling. Otherwise the answer is 401 (403 for a disabled owner's
+token) at once, with `Connection: close`; the body is never read, so it is neither
 buffered nor spooled, and the server's flow control stops the client sending more than a socket
 buffer of it.
 
@@ -41,7 +42,8 @@ def bearer(headers: dict[bytes, bytes]) -> str | None:
 
 
 def _has_session(scope) -> bool:
-    """Whether `web.sessions` found a session of the kind this path wants for the request."""
+    """Whether `web.sessions` found a live session of the kind this path wants for the request
+    (never a disabled owner's: `db.sessions` finds none)."""
     session = scope.get("state", {}).get("session")
     return session is not None and session.kind == cookie_kind(scope["path"])
 

@@ -4,9 +4,11 @@ A person signs in once with their token; the browser then holds only a random se
 HttpOnly, SameSite=Strict cookie. The session is a row in PostgreSQL (`db.sessions`), so every
 `serve` process behind one address shares it and a restart keeps it. The row keeps the session
 id's hash and the hash of the token signed in with, never a token: every request made with the
-cookie acts for the account while its token is unchanged, through the very same rules as a request
-with `Authorization: Bearer` (a replaced or disabled token ends its sessions at once). A session
-idle for TRANSCRIBER_SESSION_IDLE_SECONDS, or older than SESSION_LIFETIME_SECONDS, has ended;
+cookie acts for the account while its token is unchanged and, an owner's, while the owner is
+enabled: a replaced token ends its sessions at once, and disabling an owner ends its sessions for
+good (enabling it again revives none). A session idle for TRANSCRIBER_SESSION_IDLE_SECONDS (any
+value: its last use is written often enough, `db.sessions`), or older than
+SESSION_LIFETIME_SECONDS, has ended;
 each API process sweeps ended rows every SWEEP_SECONDS at most. The token never appears in a URL,
 a cookie, a page or the log.
 
@@ -18,7 +20,8 @@ The middleware below resolves a valid session cookie to its account, which the A
 `/admin/api`'s token checks (`web.auth`) accept like a bearer token. A request that changes
 something (any method but GET/HEAD/OPTIONS) must also carry the session's CSRF token in
 `X-CSRF-Token` (compared in constant time) and, when the browser names an origin, come from this
-very host; otherwise it is refused with 403 before it reaches the API.
+very host; otherwise it is refused with 403 before it reaches the API, with `Connection: close`
+(its body is never read).
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ class Session:
     kind: str  # "owner" or "operator"
     account_id: int
     name: str
-    disabled: bool = False
     csrf: str = field(default="", repr=False)
 
 
@@ -68,9 +70,7 @@ class Sessions:
         row = self.store.live_session(session_id, kind, self.idle)
         if row is None:
             return None
-        return Session(
-            kind=kind, account_id=row["account_id"], name=row["name"], disabled=bool(row["disabled"]), csrf=row["csrf"]
-        )
+        return Session(kind=kind, account_id=row["account_id"], name=row["name"], csrf=row["csrf"])
 
     def close(self, session_id: str | None) -> None:
         self.store.end_session(session_id)
@@ -191,7 +191,11 @@ async def _refuse(send, status: int, code: str, message: str) -> None:
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
