@@ -73,6 +73,10 @@ class Heartbeat:
         lease, 5 s at most."""
         return min(self.policy.lease_seconds / 10, 5.0)
 
+    def lease_left(self) -> float:
+        """Seconds until the lease ends, as far as this holder knows."""
+        return self.lease_ends - time.monotonic()
+
     def _left(self) -> float:
         """Seconds left until the step must stop unless the lease is renewed."""
         return self.lease_ends - self.margin - time.monotonic()

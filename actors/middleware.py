@@ -121,8 +121,11 @@ class DatabaseReachability(Middleware):
         actor.options.setdefault("throws", UNREACHABLE)
 
     def before_process_message(self, broker, message):
-        leases = [context.settings().policy(step).lease_seconds for step in Step]
-        bound_thread(min(leases))
+        try:
+            settings = context.settings()
+        except RuntimeError:  # sent work before the settings: the run says so itself
+            return
+        bound_thread(min(settings.policy(step).lease_seconds for step in Step))
 
     def after_process_message(self, broker, message, *, result=None, exception=None):
         bound_thread(None)

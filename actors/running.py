@@ -19,6 +19,9 @@ from domain.claims import Abandoned, Claim, ClaimLost, HaltReason, PermanentStep
 from domain.policy import StepPolicy
 
 Result = TypeVar("Result")
+# the least a holder write may wait for the database, even as its lease ends: enough on a loaded
+# machine, and a write that comes late is refused if the record was taken over meanwhile (P3)
+MIN_WRITE_SECONDS = 1.0
 
 
 class Unwritten(DatabaseUnavailable):
@@ -39,11 +42,13 @@ def run_claimed(
     `failures`: the failed attempts counted before this run. Raises Unwritten when the run's
     last write could not be made for want of the database."""
 
+    heartbeat = Heartbeat(store, claim, policy, stop)
+
     def written(what: str, write: Callable[[], bool]) -> bool:
-        return _written(claim, policy, what, write)
+        return _written(claim, heartbeat.lease_left(), what, write)
 
     try:
-        with Heartbeat(store, claim, policy, stop) as beat:
+        with heartbeat as beat:
             result = work(beat)
         return Outcome.SAVED if written("save", lambda: save(result)) else Outcome.REFUSED
     except Unwritten:
@@ -73,12 +78,13 @@ def run_claimed(
         return Outcome.FAILED if counted else Outcome.REFUSED
 
 
-def _written(claim: Claim, policy: StepPolicy, what: str, write: Callable[[], bool]) -> bool:
-    """A holder write, waiting for the database no longer than a lease: one not made by then is no
-    longer this holder's to make, since the lease ends and another worker takes the record up.
-    Out of reach, one line about the record says what was not written, and Unwritten ends the run."""
+def _written(claim: Claim, lease_left: float, what: str, write: Callable[[], bool]) -> bool:
+    """A holder write, waiting for the database no longer than the lease lasts (a second at least):
+    one not made by then is no longer this holder's to make, since another worker takes the record
+    up at the lease's end. Out of reach, one line about the record says what was not written, and
+    Unwritten ends the run."""
     try:
-        with bounded(policy.lease_seconds):
+        with bounded(max(lease_left, MIN_WRITE_SECONDS)):
             return write()
     except Exception as error:
         if not unreachable(error):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,18 +109,28 @@ class PooledConnection(psycopg.Connection[DictRow]):
                 self.statement_cursors[key] = cursor
         return cursor.execute(statement, params).fetchone()
 
-    def wait(self, gen: PQGen[Answer], interval: float = 0.1, timeout: float | None = None) -> Answer:
+    def wait(self, gen: PQGen[Answer], *args: Any, **kwargs: Any) -> Answer:
         """psycopg's wait for an answer, bounded by the thread's bound (`bounded`). A database
         that keeps the connection open and answers nothing (a relay, a firewall, a half-open
         connection the keepalives have not ended yet) would otherwise hold the thread forever."""
         bound = thread_bound()
-        if timeout is None and bound is not None:
-            timeout = bound
+        return super().wait(gen if bound is None else self._within(gen, bound), *args, **kwargs)
+
+    def _within(self, gen: PQGen[Answer], seconds: float) -> PQGen[Answer]:
+        """`gen`, ended with NoAnswer once nothing has come for `seconds`: psycopg's wait resumes
+        it with "nothing ready" every tenth of a second while it waits."""
+        deadline = time.monotonic() + seconds
         try:
-            return super().wait(gen, interval, timeout)
-        except errors._WaitTimeout:  # psycopg's own, raised only for a timeout we gave
-            self.pgconn.finish()  # the statement's fate is unknown: the connection is not reused
-            raise NoAnswer(f"no answer from the database within {timeout:g}s") from None
+            state = next(gen)
+            while True:
+                ready = yield state
+                if not ready and time.monotonic() >= deadline:
+                    self.pgconn.finish()  # the statement's fate is unknown: the connection is not reused
+                    raise NoAnswer(f"no answer from the database within {seconds:g}s")
+                state = gen.send(ready)
+        except StopIteration as stop:
+            answer: Answer = stop.value
+            return answer
 
 
 class RecentFirstPool(ConnectionPool[PooledConnection]):

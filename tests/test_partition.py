@@ -177,8 +177,11 @@ def run_partition(store, owner, env, tmp_path, relay, up, cut: str, *, recording
     a_lease_end = lease_end(store, record_id)  # A can renew it no more
     wait_until(lambda: time.time() >= a_lease_end, 60, 0.02, what="A's lease end")
     cpu_at_lease_end = a.cpu_seconds()
-    wait_until(lambda: store.stage_of(record_id) == "done", 900, 0.2, what="B's done save")
+    # what A spends in the two leases after its own ended (a recognizer still at work would
+    # spend about a CPU-second a second; A idle, a hundredth of that)
+    wait_until(lambda: time.time() >= a_lease_end + 2 * LEASE_SECONDS, 60, 0.05, what="two leases more")
     cpu_spent = a.cpu_seconds() - cpu_at_lease_end
+    wait_until(lambda: store.stage_of(record_id) == "done", 900, 0.2, what="B's done save")
     cut_seconds = time.time() - cut_at
     b_output = b.stop()  # from now on only A can take work
     (folders["a"] / "hold").unlink(missing_ok=True)
@@ -190,12 +193,15 @@ def run_partition(store, owner, env, tmp_path, relay, up, cut: str, *, recording
     back_at = at(next(e for e in store.events(second) if e["kind"] == "claimed"))
 
     events = store.events(record_id)
-    noticed = a.said(f"record {record_id}: recognize step stopped: its lease could not be renewed")
+    # one line about the record: its lease could not be renewed (the step stopped just before
+    # its end), or the step stopped at once, its failure unwritten, the lease left to run out
+    noticed = [line for line in a.lines() if line["extra"].get("record_id") == record_id
+               and line["extra"].get("event") in ("lease_run_out", "unwritten")]
     assert len(noticed) == 1, a.output.read_text()
-    assert noticed[0]["extra"]["record_id"] == record_id
+    assert f"record {record_id}: " in noticed[0]["message"]
     taken_over_at = at([e for e in events if e["kind"] == "claimed" and e["stage"] == "converted"][-1])
-    # A stopped before B took the record over, and B took it when A's lease ended
-    assert at(noticed[0]) < taken_over_at and taken_over_at >= a_lease_end
+    # A said so within its lease (a moment after, on a loaded machine); B took over at its end
+    assert at(noticed[0]) < a_lease_end + 2 and taken_over_at >= a_lease_end
     assert [e["stage"] for e in events if e["kind"] == "advanced"] == ["converted", "done"]  # one done save
     a_output = a.stop()
     # one line each way about the database, and no traceback
@@ -206,7 +212,7 @@ def run_partition(store, owner, env, tmp_path, relay, up, cut: str, *, recording
                              capture_output=True, text=True, timeout=300)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     figures = dict(noticed_after_cut=at(noticed[0]) - cut_at, noticed_before_lease_end=a_lease_end - at(noticed[0]),
-                   takeover_after_lease_end=taken_over_at - a_lease_end, cpu_after_lease_end=cpu_spent,
+                   takeover_after_lease_end=taken_over_at - a_lease_end, cpu_in_two_leases_after=cpu_spent,
                    cut_seconds=cut_seconds, recovered_after_heal=back_at - healed_at)
     print(f"\nPARTITION {cut}: lease={LEASE_SECONDS}s " + " ".join(f"{k}={v:.2f}" for k, v in figures.items()))
     return figures
@@ -235,7 +241,7 @@ def test_a_cut_off_recognizer_spends_nothing_after_its_lease(store, owner, env, 
     talk = encode(tmp_path / "talk.wav", "wav", repeat=36)  # about 6 minutes: a dozen windows
     figures = run_partition(store, owner, env, tmp_path, relay, up, cut, recording=talk, stand_in=False)
     assert figures["recovered_after_heal"] < 20
-    assert figures["cpu_after_lease_end"] < 1.0
+    assert figures["cpu_in_two_leases_after"] < 1.0
 
 
 def test_a_failure_that_cannot_be_written_is_one_line_naming_the_record(postgresql, store, owner, tmp_path):
