@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from loguru import logger
 
 from db import Store
-from db.database import PooledConnection, bounded, unreachable
+from db.bounds import bounded
+from db.database import PooledConnection, unreachable
 from domain.claims import Abandoned, Claim, ClaimLost
 from domain.policy import StepPolicy
 

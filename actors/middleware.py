@@ -14,7 +14,8 @@ from actors import context
 from actors.wakeups import Wakeups
 from actors.work import stopping
 from db import DatabaseUnavailable
-from db.database import UNREACHABLE, bound_thread, unreachable
+from db.bounds import bound_thread
+from db.database import UNREACHABLE, unreachable
 from domain.stages import Step
 from service import config, logs, machine_metrics
 from service.brokers import BrokerUnavailable, connect

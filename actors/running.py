@@ -13,7 +13,8 @@ from typing import TypeVar
 from actors.heartbeat import Heartbeat, LeaseRunOut
 from actors.outcomes import Outcome
 from db import DatabaseUnavailable, Store
-from db.database import bounded, unreachable
+from db.bounds import bounded
+from db.database import unreachable
 from db.journal import claim_log
 from domain.claims import Abandoned, Claim, ClaimLost, HaltReason, PermanentStepError
 from domain.policy import StepPolicy

@@ -18,6 +18,7 @@ from psycopg.abc import Params, PQGen, QueryNoTemplate
 from psycopg.rows import DictRow, TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from db.bounds import NoAnswer, thread_bound
 from db.queries import migrations, query
 from db.rows import dict_row
 from domain.errors import TranscriberError
@@ -44,11 +45,6 @@ class DatabaseUnavailable(TranscriberError, code="database_unavailable"):
     """The database could not be reached within a bounded wait."""
 
 
-class NoAnswer(psycopg.OperationalError):
-    """A statement got no answer within its thread's bound (`Database.bounded`); its connection
-    was closed, since what it holds is unknown."""
-
-
 # the errors that say the database could not be reached (the connection, not the statement)
 UNREACHABLE = (psycopg.OperationalError, PoolTimeout, DatabaseUnavailable)
 
@@ -56,31 +52,6 @@ UNREACHABLE = (psycopg.OperationalError, PoolTimeout, DatabaseUnavailable)
 def unreachable(error: BaseException) -> bool:
     """Whether `error` says the database could not be reached, rather than a statement failed."""
     return isinstance(error, UNREACHABLE) and not isinstance(error, errors.QueryCanceled)
-
-
-# this thread's bound on every database wait (`Database.bounded`): seconds, or None
-_bounds = threading.local()
-
-
-def thread_bound() -> float | None:
-    return getattr(_bounds, "seconds", None)
-
-
-def bound_thread(seconds: float | None) -> float | None:
-    """From now on, each statement this thread runs and each wait for a pooled connection ends
-    within `seconds` (None: unbounded), else NoAnswer or PoolTimeout. The bound before."""
-    outer, _bounds.seconds = thread_bound(), seconds
-    return outer
-
-
-@contextlib.contextmanager
-def bounded(seconds: float | None) -> Iterator[None]:
-    """`bound_thread` for this block; nested blocks: the innermost holds."""
-    outer = bound_thread(seconds)
-    try:
-        yield
-    finally:
-        bound_thread(outer)
 
 
 class PooledConnection(psycopg.Connection[DictRow]):
