@@ -20,7 +20,7 @@ import dramatiq
 from loguru import logger
 
 from actors import context
-from actors.middleware import Boot, ListenForWakeups, MachineMetrics, StopSteps
+from actors.middleware import Boot, DatabaseReachability, ListenForWakeups, MachineMetrics, StopSteps
 from actors.work import Outcome, run_once
 from db import Store
 from domain.claims import NO_WORK
@@ -57,6 +57,7 @@ def use(settings: config.Settings, store: Store | None = None) -> None:
 
 broker.add_middleware(Boot(use))
 broker.add_middleware(StopSteps())
+broker.add_middleware(DatabaseReachability())
 broker.add_middleware(MachineMetrics())
 broker.add_middleware(ListenForWakeups(lambda step: ACTORS[step].send()))
 

@@ -14,6 +14,8 @@ from actors import context
 from actors.wakeups import Wakeups
 from actors.work import stopping
 from db import DatabaseUnavailable
+from db.bounds import bound_thread
+from db.database import UNREACHABLE, unreachable
 from domain.stages import Step
 from service import config, logs, machine_metrics
 from service.brokers import BrokerUnavailable, connect
@@ -109,3 +111,29 @@ class ListenForWakeups(Middleware):
         if self.wakeups is not None:
             self.wakeups.stop()
             self.wakeups = None
+
+
+class DatabaseReachability(Middleware):
+    """Every run of an actor waits for the database no longer than the shortest lease, and an
+    unreachable database is one line per change in this process (service.logs.database), not a
+    traceback per attempt: dramatiq is told that error is expected of every actor."""
+
+    def after_declare_actor(self, broker, actor):
+        actor.options.setdefault("throws", UNREACHABLE)
+
+    def before_process_message(self, broker, message):
+        try:
+            settings = context.settings()
+        except RuntimeError:  # sent work before the settings: the run says so itself
+            return
+        bound_thread(min(settings.policy(step).lease_seconds for step in Step))
+
+    def after_process_message(self, broker, message, *, result=None, exception=None):
+        bound_thread(None)
+        if exception is None:
+            logs.database.answered()
+        elif unreachable(exception):
+            logs.database.lost(exception)
+
+    def after_skip_message(self, broker, message):
+        bound_thread(None)

@@ -5,27 +5,53 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import psycopg
 from loguru import logger
-from psycopg.abc import Params, QueryNoTemplate
+from psycopg import errors
+from psycopg.abc import Params, PQGen, QueryNoTemplate
 from psycopg.rows import DictRow, TupleRow, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from db.bounds import NoAnswer, thread_bound
 from db.queries import migrations, query
 from db.rows import dict_row
 from domain.errors import TranscriberError
 from domain.redact import redact_url
 
 CONNECT_TIMEOUT_SECONDS = 10
+# Every connection of the service's is bounded by the operating system too, so that a peer gone
+# silent (a network cut, a half-open connection after a failover) ends it instead of a statement
+# waiting forever: an idle connection is probed after 10 s, three unanswered probes 5 s apart end
+# it, and bytes sent but unacknowledged for 20 s end it. libpq connection parameters.
+CONNECTION_BOUNDS: dict[str, Any] = dict(
+    keepalives=1, keepalives_idle=10, keepalives_interval=5, keepalives_count=3, tcp_user_timeout=20_000
+)
+# How long a thread waits for a pooled connection: well under any lease (one second at least).
+POOL_WAIT_SECONDS = 5.0
+# A pool that cannot reconnect gives up its backoff (1, 2, 4, 8 s) after this and starts afresh at
+# the next demand: a worker is back at work seconds after the database is, whatever the outage.
+POOL_RECONNECT_SECONDS = 15.0
+
+Answer = TypeVar("Answer")
 
 
 class DatabaseUnavailable(TranscriberError, code="database_unavailable"):
     """The database could not be reached within a bounded wait."""
+
+
+# the errors that say the database could not be reached (the connection, not the statement)
+UNREACHABLE = (psycopg.OperationalError, PoolTimeout, DatabaseUnavailable)
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether `error` says the database could not be reached, rather than a statement failed."""
+    return isinstance(error, UNREACHABLE) and not isinstance(error, errors.QueryCanceled)
 
 
 class PooledConnection(psycopg.Connection[DictRow]):
@@ -54,6 +80,29 @@ class PooledConnection(psycopg.Connection[DictRow]):
                 self.statement_cursors[key] = cursor
         return cursor.execute(statement, params).fetchone()
 
+    def wait(self, gen: PQGen[Answer], *args: Any, **kwargs: Any) -> Answer:
+        """psycopg's wait for an answer, bounded by the thread's bound (`bounded`). A database
+        that keeps the connection open and answers nothing (a relay, a firewall, a half-open
+        connection the keepalives have not ended yet) would otherwise hold the thread forever."""
+        bound = thread_bound()
+        return super().wait(gen if bound is None else self._within(gen, bound), *args, **kwargs)
+
+    def _within(self, gen: PQGen[Answer], seconds: float) -> PQGen[Answer]:
+        """`gen`, ended with NoAnswer once nothing has come for `seconds`: psycopg's wait resumes
+        it with "nothing ready" every tenth of a second while it waits."""
+        deadline = time.monotonic() + seconds
+        try:
+            state = next(gen)
+            while True:
+                ready = yield state
+                if not ready and time.monotonic() >= deadline:
+                    self.pgconn.finish()  # the statement's fate is unknown: the connection is not reused
+                    raise NoAnswer(f"no answer from the database within {seconds:g}s")
+                state = gen.send(ready)
+        except StopIteration as stop:
+            answer: Answer = stop.value
+            return answer
+
 
 class RecentFirstPool(ConnectionPool[PooledConnection]):
     """A pool that hands out the connection returned last, where psycopg's hands out the one
@@ -81,11 +130,11 @@ class Database:
             connection_class=PooledConnection,
             min_size=1,
             max_size=max_size,
-            # autocommit: a statement run on its own is its own transaction, one round trip with
-            # no BEGIN and COMMIT around it; `transaction()` opens one explicitly
-            kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_SECONDS, "autocommit": True},
+            kwargs=self.connection_parameters(),
             name=name,
             open=False,
+            timeout=POOL_WAIT_SECONDS,
+            reconnect_timeout=POOL_RECONNECT_SECONDS,
         )
         # a thread's connection while it works one record (`pinned`)
         self._pinned = threading.local()
@@ -97,10 +146,27 @@ class Database:
                 f"database unreachable at {redact_url(url)} within {CONNECT_TIMEOUT_SECONDS}s"
             ) from error
 
+    @staticmethod
+    def connection_parameters(connect_timeout: float = CONNECT_TIMEOUT_SECONDS) -> dict[str, Any]:
+        # autocommit: a statement run on its own is its own transaction, one round trip with
+        # no BEGIN and COMMIT around it; `transaction()` opens one explicitly
+        return {
+            "row_factory": dict_row,
+            "connect_timeout": max(2, round(connect_timeout)),  # libpq's least
+            "autocommit": True,
+            **CONNECTION_BOUNDS,
+        }
+
+    def own_connection(self, timeout: float) -> PooledConnection:
+        """A connection of the caller's own, outside the pool, made within `timeout` seconds
+        (two at least): for a thread that must not wait behind the pool's users (a lease's
+        renewals). The caller closes it."""
+        return PooledConnection.connect(self.url, **self.connection_parameters(timeout))
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[PooledConnection]:
         """A connection inside one transaction: committed on success, rolled back on error."""
-        with self._pool.connection() as conn, conn.transaction():
+        with self._pool.connection(timeout=_pool_wait()) as conn, conn.transaction():
             yield conn
 
     def connection(self) -> contextlib.AbstractContextManager[PooledConnection]:
@@ -108,7 +174,7 @@ class Database:
         sent in a single round trip. For statements that need not commit together. Inside
         `pinned`, the thread's own connection."""
         conn = self._pinned_connection()
-        return self._pool.connection() if conn is None else contextlib.nullcontext(conn)
+        return self._pool.connection(timeout=_pool_wait()) if conn is None else contextlib.nullcontext(conn)
 
     def pinned(self) -> contextlib.AbstractContextManager[None]:
         """Within this block, every `connection()` and `one()` of this thread is on one and the
@@ -141,20 +207,37 @@ class Database:
         claim cycle's statements whose few columns the caller unpacks."""
         conn = self._pinned_connection()
         if conn is None:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=_pool_wait()) as conn:
                 return conn.one(statement, params, positional=positional)
         return conn.one(statement, params, positional=positional)
+
+    @contextlib.contextmanager
+    def on(self, conn: PooledConnection) -> Iterator[None]:
+        """Within this block, every `connection()` and `one()` of this thread run on `conn`, a
+        connection of the caller's own (`own_connection`): lost, it is not replaced from the
+        pool, and a statement on it fails."""
+        outer = self._pinned.__dict__.pop("conn", None)
+        self._pinned.conn, self._pinned.own = conn, True
+        try:
+            yield
+        finally:
+            del self._pinned.own
+            self._pinned.conn = outer
 
     def _pinned_connection(self) -> PooledConnection | None:
         """This thread's connection inside `pinned` (None outside), replaced if it was lost."""
         conn = getattr(self._pinned, "conn", None)
-        return self._replace_pinned() if conn is not None and conn.closed else conn
+        if conn is None or not conn.closed:
+            return conn
+        if getattr(self._pinned, "own", False):
+            raise psycopg.OperationalError("the connection is closed")
+        return self._replace_pinned()
 
     def _replace_pinned(self) -> PooledConnection:
         """The pinned connection was lost meanwhile (a restarted server; broken ones are closed
         too): back to the pool, which replaces it, and a fresh one in its place."""
         self._pool.putconn(self._pinned.__dict__.pop("conn"))
-        self._pinned.conn = conn = self._pool.getconn()
+        self._pinned.conn = conn = self._pool.getconn(_pool_wait())
         return conn
 
     def close(self) -> None:
@@ -206,7 +289,7 @@ class _Pinned:
 
     def __enter__(self) -> None:
         if getattr(self._state, "conn", None) is None:
-            self._state.conn = self._pool.getconn()
+            self._state.conn = self._pool.getconn(_pool_wait())
             self._outermost = True
 
     def __exit__(self, *exc: object) -> None:
@@ -215,6 +298,13 @@ class _Pinned:
             conn = self._state.__dict__.pop("conn", None)
             if conn is not None:
                 self._pool.putconn(conn)
+
+
+def _pool_wait() -> float:
+    """How long this thread waits for a pooled connection: the pool's wait, or less within
+    `bounded`."""
+    bound = thread_bound()
+    return POOL_WAIT_SECONDS if bound is None else min(bound, POOL_WAIT_SECONDS)
 
 
 def embedded_url(home: Path) -> str:

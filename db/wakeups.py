@@ -22,18 +22,15 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 from loguru import logger
 
-from db.database import CONNECT_TIMEOUT_SECONDS
+from db.database import CONNECT_TIMEOUT_SECONDS, CONNECTION_BOUNDS
 from db.queries import query
 from domain.redact import redact_url
 
 RETRY_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
-# the operating system notices a silently dropped connection within about a minute
-KEEPALIVES: dict[str, Any] = dict(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
 # how often a standing-by listener tries to become the forwarder: each try is one small
 # transaction, so P processes cost (P-1)/TAKEOVER_SECONDS of them a second while idle; the tick
 # covers the wake-ups of the seconds before a takeover. (Waiting in pg_advisory_lock instead
@@ -107,7 +104,7 @@ class Listener:
                 autocommit=True,
                 connect_timeout=CONNECT_TIMEOUT_SECONDS,
                 application_name=f"{APPLICATION} {os.getpid()}",
-                **KEEPALIVES,
+                **CONNECTION_BOUNDS,
             )
         except psycopg.Error as error:
             if conn is not None:

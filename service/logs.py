@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from pathlib import Path
 
 from loguru import logger
@@ -47,3 +48,29 @@ def configure_once(**options) -> None:
     """Configure unless a process's entry point (the CLI, a test) already did."""
     if not _configured:
         configure(**options)
+
+
+class Reachability:
+    """Whether this process reaches the database, as its workers found it: one warning line
+    when it stops answering, one when it answers again, however many attempts fail between
+    (an idle worker tries to claim every tick)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._unreachable = False
+
+    def lost(self, error: BaseException) -> None:
+        if self._change(True):
+            logger.warning("database unreachable ({}); the workers keep trying", type(error).__name__)
+
+    def answered(self) -> None:
+        if self._change(False):
+            logger.warning("database reachable again")
+
+    def _change(self, unreachable: bool) -> bool:
+        with self._lock:
+            changed, self._unreachable = self._unreachable != unreachable, unreachable
+        return changed
+
+
+database = Reachability()  # this process's

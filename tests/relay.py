@@ -1,9 +1,11 @@
 """A TCP relay a test puts in front of a server it must not touch (the shared PostgreSQL,
-RabbitMQ): passing, hung (accepts and never answers) or closed (connections dropped, port shut)."""
+RabbitMQ): passing, hung (accepts and never answers) or closed (connections dropped, port shut),
+or resetting (every connection, open or new, answered with a TCP reset until it passes again)."""
 from __future__ import annotations
 
 import select
 import socket
+import struct
 import threading
 
 
@@ -18,6 +20,7 @@ class Relay:
         self.port = self.listener.getsockname()[1]
         self.passing = threading.Event()
         self.passing.set()
+        self.resetting = False
         self.closed = False
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
@@ -34,6 +37,9 @@ class Relay:
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket):
+        if self.resetting:
+            _reset(client)
+            return
         self.passing.wait()  # while hung, a new connection is accepted and never answered
         if self.closed:
             return
@@ -51,7 +57,7 @@ class Relay:
                     if not data:
                         return
                     peers[sock].sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a socket reset (closed) meanwhile
             return
         finally:
             client.close()
@@ -60,7 +66,17 @@ class Relay:
     def hang(self):
         self.passing.clear()
 
+    def reset(self):
+        """Every connection open now is reset (RST, as a peer that lost its state answers), and so
+        is every new one until `resume`."""
+        self.resetting = True
+        with self.lock:
+            sockets, self.sockets = self.sockets, []
+        for sock in sockets:
+            _reset(sock)
+
     def resume(self):
+        self.resetting = False
         self.passing.set()
 
     def close(self):
@@ -82,6 +98,16 @@ class Relay:
                     pass
                 if close:
                     sock.close()
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with a TCP reset instead of the orderly end: lingering for 0 seconds drops what is
+    unsent and sends RST."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    except OSError:
+        pass
 
 
 def _connect(host: str, port: int) -> socket.socket:
