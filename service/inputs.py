@@ -10,6 +10,7 @@ layer's to limit (`web.body_limit`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -52,12 +53,19 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def storable(value: str) -> str:
-    """A pydantic validator: `value` if the database can store it as text; ValueError otherwise."""
-    problem = text_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
+def _validator(problem_of: Callable[[str], str | None]) -> Callable[[str], str]:
+    """A pydantic validator: `value` if `problem_of` finds none; ValueError naming it otherwise."""
+
+    def validate(value: str) -> str:
+        problem = problem_of(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return validate
+
+
+storable = _validator(text_problem)  # text the database can store
 
 
 def one_line_problem(value: str) -> str | None:
@@ -66,12 +74,7 @@ def one_line_problem(value: str) -> str | None:
     return text_problem(value) or line_problem(value)
 
 
-def storable_line(value: str) -> str:
-    """A pydantic validator: `value` if it is storable text on one line; ValueError otherwise."""
-    problem = one_line_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
+storable_line = _validator(one_line_problem)  # storable text on one line
 
 
 # Strings of at most so many characters that the database can store as text; a title and a

@@ -9,7 +9,7 @@ decided by the web layer alone (`web.errors`)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -107,20 +107,13 @@ def checked_speakers(speakers: str | int | None) -> str:
         raise BadSpeakers(str(error)) from None
 
 
-def checked_text(field: str, value: str) -> str:
-    """`value` if the database can store it as the record's `field`; BadText otherwise."""
-    problem = inputs.text_problem(value)
+def checked_text(field: str, value: str, problem_of: Callable[[str], str | None] = inputs.text_problem) -> str:
+    """`value` if the database can store it as the record's `field` (and `problem_of` finds no
+    other problem with it); BadText otherwise."""
+    problem = problem_of(value)
     if problem:
         raise BadText(f"the {field} {problem}")
     return value
-
-
-def checked_title(title: str) -> str:
-    """`title` if it is storable text on one line (`inputs.Title`); BadText otherwise."""
-    problem = inputs.one_line_problem(title)
-    if problem:
-        raise BadText(f"the title {problem}")
-    return title
 
 
 def checked_language(settings: Settings, language: str | None) -> str | None:
@@ -187,7 +180,7 @@ def accept_recording(
     (`asked_of`). Input that cannot be accepted raises an IntakeError with nothing stored; the
     same key with other bytes, or asking for something else, is KeyReused."""
     name = inputs.source_name(source_name or path.name)
-    title = checked_title(title)
+    title = checked_text("title", title, inputs.one_line_problem)  # as `inputs.Title`
     asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers)
     if continue_unfinished and same is None:
         same = _same_bytes(settings, path)
