@@ -21,6 +21,7 @@ from audio.engines import engine
 from audio.isolation import RecognizerError
 from audio.windows import WINDOW_SECONDS, end_of, start_byte, windows
 from conftest import ROOT, checkpoint, kinds, recognizer_children, save_result, settings, wait_until, work_until_idle
+from domain.asked import Asked
 from domain.stages import Step
 from media import encode, speech_pcm
 
@@ -319,7 +320,7 @@ def test_russian_speech_comes_out_in_cyrillic_with_the_multilingual_model(store,
 def test_language_asked_for_at_intake_is_used(store, owner, tmp_path):
     """A record's own language (asked for at upload) wins over the default."""
     s = settings(whisper_model="base", home=tmp_path / "home", language="auto")
-    record_id = accept(store, owner, RUSSIAN, language="en")
+    record_id = accept(store, owner, RUSSIAN, asked=Asked(language="en"))
     work_until_idle(store, s)
     row = store.read_record(record_id)
     assert row["language"] == "en" and row["stage"] == "done"
