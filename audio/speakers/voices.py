@@ -84,9 +84,9 @@ def match(
     if not labels or not len(voice_ids):
         return []
     similarity = np.stack([prints[label].centroid for label in labels]) @ np.asarray(voices, np.float32).T
-    found = []
+    found: list[Match] = []
     while True:
-        i, j = np.unravel_index(int(np.argmax(similarity)), similarity.shape)
+        i, j = (int(k) for k in np.unravel_index(int(np.argmax(similarity)), similarity.shape))
         score = float(similarity[i, j])
         if score < threshold:
             return found
