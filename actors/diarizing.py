@@ -22,6 +22,7 @@ from actors.steps import spool_original
 from audio.decode import UndecodableAudio, pcm16k
 from db import Store
 from domain.claims import HaltReason, PermanentStepError
+from domain.corrections import RECOGNISED
 from service.config import Settings
 
 
@@ -95,7 +96,9 @@ def said_by(store: Store, record_id: int, turns: list[dict]) -> list[list[str]]:
     """Each segment's speaker labels under `turns`, in the text's order."""
     from audio.speakers.assign import Turn, segment_speakers
 
-    segments = (store.transcript(record_id) or {}).get("segments") or []
+    # as recognised: the search rows are the recognised segments, one each (corrections keep
+    # their segment's times, and a detached one is no search row)
+    segments = (store.transcript(record_id, version=RECOGNISED) or {}).get("segments") or []
     said = segment_speakers(segments, [Turn(t["start"], t["end"], t["speaker"]) for t in turns])
     return [list(labels) for labels in said]
 

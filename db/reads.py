@@ -7,11 +7,14 @@ A card's columns are named once, by the `cards` view (db/schema.txt); the statem
 
 from __future__ import annotations
 
+from typing import Any
+
 from psycopg.rows import DictRow
 
 from db.database import Database
 from db.queries import query
 from db.rows import only_row
+from domain.corrections import CORRECTED, RECOGNISED, corrected_transcript
 
 
 class Reads:
@@ -41,10 +44,21 @@ class Reads:
             total: int = only_row(conn.execute(query("count_halted")))["total"]
         return rows, total
 
-    def transcript(self, record_id: int, owner_id: int | None = None) -> DictRow | None:
-        """The record's stage, text and duration, and once done its timed segments in order."""
+    def transcript(
+        self, record_id: int, owner_id: int | None = None, version: str = CORRECTED
+    ) -> dict[str, Any] | None:
+        """The record's stage, text and duration, and once done its timed segments in order: the
+        one read of the text every reader goes through (the page, the downloads, the OpenAI-
+        compatible reads, the command line). `version` CORRECTED (the default) lays the owner's
+        corrections on the recognised text (`domain.corrections`; `detached` lists those no
+        segment has the times of any more); RECOGNISED is the text as the recognize step saved it."""
         with self.db.connection() as conn:
-            return conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
+            row = conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
+        if row is None:
+            return None
+        if version == RECOGNISED:
+            return {**row, "detached": []}
+        return corrected_transcript(row)
 
     def original_audio(self, record_id: int, owner_id: int) -> DictRow | None:
         """The blob, size, media type and uploaded name of the owner's original recording."""

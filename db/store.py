@@ -1,17 +1,19 @@
 """The store: the one object the rest of the service talks to the database through.
 
 It is composed of one part per concern, each a thin layer over named queries: the pipeline's
-claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), owner
-and operator accounts (`db.accounts`), browser sessions (`db.sessions`), audio blobs
-(`db.blobs`), the read side (`db.reads`), the owner's search (`db.search`), repeated uploads
-(`db.uploads`), the diarize step's reads and speaker names (`db.speakers`), and quotas and audio
-retention (`db.quotas`). No part builds SQL from user input.
+claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), the
+owner's corrections of the text (`db.corrections`), owner and operator accounts
+(`db.accounts`), browser sessions (`db.sessions`), audio blobs (`db.blobs`), the read side
+(`db.reads`), the owner's search (`db.search`), repeated uploads (`db.uploads`), the diarize
+step's reads and speaker names (`db.speakers`), and quotas and audio retention (`db.quotas`).
+No part builds SQL from user input.
 """
 
 from __future__ import annotations
 
 from db.accounts import Accounts
 from db.blobs import Blobs
+from db.corrections import Corrections
 from db.database import Database
 from db.pipeline import Pipeline
 from db.quotas import Quotas
@@ -23,6 +25,6 @@ from db.speakers import Speakers
 from db.uploads import UploadKeys
 
 
-class Store(Pipeline, Records, UploadKeys, Accounts, Blobs, Reads, Search, Quotas, SessionRows, Speakers):
+class Store(Pipeline, Records, Corrections, UploadKeys, Accounts, Blobs, Reads, Search, Quotas, SessionRows, Speakers):
     def __init__(self, db: Database):
         self.db = db

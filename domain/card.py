@@ -62,6 +62,12 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
         "audio": "expired" if row.get("audio_expired_at") is not None else "kept",
         "audio_expired_at": _iso(row.get("audio_expired_at")),
         "speakers": speakers(row),
+        # the owner's corrections of the text, and those whose segment a new recognition no
+        # longer has (kept, and shown where their times fall)
+        "corrections": {
+            "count": row.get("corrections") or 0,
+            "detached": list(row.get("detached_corrections") or []),
+        },
     }
 
 

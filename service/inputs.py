@@ -15,6 +15,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from domain.corrections import MAX_SEGMENT_TEXT
 from domain.one_line import line_problem
 
 MAX_ID = 2**63 - 1  # a record id is a PostgreSQL bigint
@@ -96,6 +97,26 @@ class Edit(BaseModel):
     topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
     # names for speaker labels ({"S1": "Alice"}; "" or null takes a name away)
     speakers: dict[SpeakerLabel, SpeakerName | None] | None = Field(default=None, max_length=99)
+
+
+# A segment's corrected text reaches every document the text is read in (a cue, a txt line): one line.
+SegmentText = Annotated[str, Field(max_length=MAX_SEGMENT_TEXT), AfterValidator(storable_line)]
+MAX_SEGMENT = 2**31 - 1  # a segment's place is an integer column
+
+
+class SegmentEdit(BaseModel):
+    """One segment's new text; `index` is its place in the text (from 0, as the json format lists it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int = Field(ge=0, le=MAX_SEGMENT)
+    text: SegmentText
+
+
+class TextEdit(BaseModel):
+    """The owner's corrections of a done record's text: segments' new texts, applied in order."""
+
+    model_config = ConfigDict(extra="forbid")
+    segments: list[SegmentEdit] = Field(min_length=1, max_length=100)
 
 
 def speakers_wanted(raw: str | int | None) -> str:

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from domain.corrections import NoSuchSegment, NotDone
 from domain.errors import TranscriberError
 from domain.resume import NotHalted
 from domain.search import QueryProblem
@@ -44,6 +45,8 @@ STATUS = {
     BadPrompt: 422,
     QueryProblem: 422,
     NotHalted: 409,
+    NotDone: 409,
+    NoSuchSegment: 422,
 }
 
 

@@ -17,6 +17,8 @@ from audio.formats import FORMATS, MEDIA_TYPES, render_record
 from audio.sniff import GENERIC, media_type
 from db import Store
 from domain.card import card, links
+from domain.corrections import CORRECTED, VERSIONS
+from domain.errors import TranscriberError
 from domain.quotas import usage_view
 from service import inputs
 from service.config import Settings
@@ -165,9 +167,15 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
     Owner = Annotated[dict, Depends(owner)]
 
     @routes.get("/records/{raw_id}/text")
-    def text(raw_id: str, who: Owner, format: str = Query(default="txt", pattern="^(" + "|".join(FORMATS) + ")$")):
-        """The text once the record is done; 409 with the stage (and halt) until then."""
-        row = store.transcript(record_id(raw_id), who["id"])
+    def text(
+        raw_id: str,
+        who: Owner,
+        format: str = Query(default="txt", pattern="^(" + "|".join(FORMATS) + ")$"),
+        version: str = Query(default=CORRECTED, pattern="^(" + "|".join(VERSIONS) + ")$"),
+    ):
+        """The text once the record is done, with the owner's corrections (`version=recognised`:
+        as the recognizer wrote it); 409 with the stage (and halt) until then."""
+        row = store.transcript(record_id(raw_id), who["id"], version)
         if row is None:
             raise ApiError(404, *NOT_FOUND)
         if row["stage"] != "done":
@@ -177,6 +185,31 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
             )
         body = render_record(format, row)
         return Response(body, media_type=MEDIA_TYPES[format])
+
+    @routes.patch(
+        "/records/{raw_id}/text",
+        responses={
+            409: {"description": "`not_done`: the record is not done yet"},
+            422: {"description": "`no_such_segment`, or a text over its limit or not on one line"},
+        },
+    )
+    def correct(raw_id: str, edits: inputs.TextEdit, who: Owner):
+        """The owner's corrections of a done record's text: each segment named by its place (from
+        0, as the json format lists it) gets its new text, all or none; kept apart from the
+        recognised text, so a re-run never loses them. Answers the corrected text as json."""
+        found = record_id(raw_id)
+        try:
+            written = store.correct_segments(
+                found, who["id"], [(e.index, e.text) for e in edits.segments], by=who["name"]
+            )
+        except TranscriberError as error:
+            raise refusal(error) from None
+        if not written:
+            raise ApiError(404, *NOT_FOUND)
+        row = store.transcript(found, who["id"])
+        if row is None:  # deleted right after the edit
+            raise ApiError(404, *NOT_FOUND)
+        return Response(render_record("json", row), media_type=MEDIA_TYPES["json"])
 
     @routes.get(
         "/records/{raw_id}/audio",

@@ -145,10 +145,14 @@ said AS MATERIALIZED (
     ON CONFLICT (record_id, n) DO UPDATE SET config = excluded.config, body = excluded.body
 ), indexed AS (
     -- ...and one per segment in the order the text was assembled: written by this save alone,
-    -- once (a record is done once), so a plain insert (an upsert's check costs a tenth more)
+    -- once (a record is done once), so a plain insert (an upsert's check costs a tenth more). A
+    -- segment the owner corrected (a correction with its times, kept through a re-run) is
+    -- found by the owner's words, not the misheard ones.
     INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
-    SELECT s.record_id, d.n, s.owner_id, d.start, d."end", s.config, coalesce(d.text, '')
-    FROM saved s, said d
+    SELECT s.record_id, d.n, s.owner_id, d.start, d."end", s.config, coalesce(k.text, d.text, '')
+    FROM saved s CROSS JOIN said d
+    LEFT JOIN record_corrections k
+           ON k.record_id = s.record_id AND k.start_seconds = d.start AND k.end_seconds = d."end"
 )
 
 -- name: save_diarize

@@ -35,6 +35,7 @@ SELECT count(*) AS total FROM steps WHERE halted_at IS NOT NULL AND stage <> 'do
 -- in recording order, each window's in its own order; likewise the spans whose text the guards
 -- suppressed (record_windows.suppressed).
 -- Speakers: the diarize step's turns once saved, and the owner's names for them.
+-- The owner's corrections (record_corrections), laid on the segments by `Store.transcript`.
 SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability, r.speaker_names,
        r.turns,
        CASE WHEN r.stage = 'done' THEN
@@ -46,7 +47,13 @@ SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probabi
            (SELECT coalesce(jsonb_agg(e.span ORDER BY w.from_seconds, e.n), '[]')
             FROM record_windows w, jsonb_array_elements(w.suppressed) WITH ORDINALITY AS e(span, n)
             WHERE w.record_id = r.id)
-       END AS suppressed
+       END AS suppressed,
+       CASE WHEN r.stage = 'done' THEN
+           (SELECT coalesce(jsonb_agg(jsonb_build_object('segment', k.segment, 'start', k.start_seconds,
+                                                         'end', k.end_seconds, 'text', k.text, 'words', k.words)
+                                      ORDER BY k.start_seconds), '[]')
+            FROM record_corrections k WHERE k.record_id = r.id)
+       END AS corrections
 FROM records r
 WHERE r.id = %(id)s AND (%(owner_id)s::bigint IS NULL OR r.owner_id = %(owner_id)s);
 

@@ -73,17 +73,11 @@ FROM (SELECT 1) one
 LEFT JOIN page p ON true
 LEFT JOIN search_rows s ON s.record_id = p.record_id AND s.n = p.n
 LEFT JOIN records c ON c.id = p.record_id
--- the hit segment's timed words, so the hit can say when its first matched word was said: read
--- for the page's hits only, each from the one window that holds its segment (the last to start
--- at or before it: one step back along the windows' key, however long the recording)
+-- the hit segment's timed words as the owner reads them (corrected or recognised), so the hit
+-- can say when its first matched word was said: read for the page's hits only, each from the
+-- one window that holds its segment (shown_words: one step back along the windows' key,
+-- however long the recording)
 LEFT JOIN LATERAL (
-    SELECT e.segment->'words' AS words
-    FROM (SELECT segments FROM record_windows
-          WHERE p.n > 0 AND record_id = p.record_id AND from_seconds <= p.start_seconds
-          ORDER BY from_seconds DESC
-          LIMIT 1) w,
-         jsonb_array_elements(w.segments) AS e(segment)
-    WHERE (e.segment->>'start')::float8 = p.start_seconds AND (e.segment->>'end')::float8 = p.end_seconds
-    LIMIT 1
+    SELECT shown_words(p.record_id, p.start_seconds, p.end_seconds) AS words WHERE p.n > 0
 ) said ON true
 ORDER BY p.rank DESC, p.record_id DESC, p.n;

@@ -1,0 +1,134 @@
+"""The owner's corrections of the text: how an edit times its words, and how corrections lie on
+top of the recognised segments wherever the text is read.
+
+A correction is an owner field (P3): it lives apart from the recognised text and names its
+segment by place and by the segment's times as recognised. Reading puts each correction on the
+segment with its times (its place first, else wherever those times now are); a correction whose
+times no segment has any more (the text was recognised again and the segments moved) is
+detached: kept, listed on the card, and shown as a segment of its own where its times fall.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from difflib import SequenceMatcher
+from typing import Any
+
+from domain.errors import TranscriberError
+
+# the versions of a record's text: with the owner's corrections on top, or as recognised
+CORRECTED = "corrected"
+RECOGNISED = "recognised"
+VERSIONS = (CORRECTED, RECOGNISED)
+
+MAX_SEGMENT_TEXT = 2_000  # characters of one corrected segment: a 30 s window's text is far less
+
+
+class NotDone(TranscriberError, code="not_done"):
+    def __init__(self, record_id: int, stage: str):
+        super().__init__(
+            f"record {record_id} is at stage {stage}, not done: only a done record's text can be corrected"
+        )
+        self.record_id = record_id
+        self.stage = stage
+        self.details = {"stage": stage}
+
+
+class NoSuchSegment(TranscriberError, code="no_such_segment"):
+    def __init__(self, record_id: int, segment: int):
+        super().__init__(f"record {record_id} has no segment {segment} (segments count from 0)")
+        self.record_id = record_id
+        self.segment = segment
+        self.details = {"segment": segment}
+
+
+def _spread(words: Sequence[str], start: float, end: float) -> list[dict[str, Any]]:
+    """`words` timed over [start, end], each a share in proportion to its length."""
+    total = sum(len(word) for word in words) or 1
+    timed, done = [], 0
+    for word in words:
+        first = start + (end - start) * done / total
+        done += len(word)
+        timed.append(
+            {"word": " " + word, "start": round(first, 3), "end": round(start + (end - start) * done / total, 3)}
+        )
+    return timed
+
+
+def retimed(recognised: Sequence[Mapping[str, Any]], start: float, end: float, text: str) -> list[dict[str, Any]]:
+    """The timed words of a segment [start, end] whose text became `text`: a word the edit kept
+    keeps its recognised times; a run of new words shares the span between the kept words around
+    it (the segment's start and end at its edges). `recognised`: the segment's words as the
+    engine gave them ({word, start, end}), possibly none."""
+    old = [w for w in recognised if str(w.get("word", "")).strip()]
+    new = text.split()
+    matcher = SequenceMatcher(a=[str(w["word"]).strip() for w in old], b=new, autojunk=False)
+    timed: list[dict[str, Any]] = []
+    for tag, a_from, a_to, b_from, b_to in matcher.get_opcodes():
+        if tag == "equal":
+            timed += [
+                {"word": " " + new[b_from + i], "start": old[a_from + i]["start"], "end": old[a_from + i]["end"]}
+                for i in range(b_to - b_from)
+            ]
+        elif b_to > b_from:
+            since = timed[-1]["end"] if timed else start
+            until = old[a_to]["start"] if a_to < len(old) else end
+            timed += _spread(new[b_from:b_to], since, max(until, since))
+    return timed
+
+
+def corrected(
+    segments: list[dict[str, Any]], corrections: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[Mapping[str, Any]]]:
+    """The segments with the corrections on top, and the corrections detached from them.
+
+    A corrected segment keeps its times and whatever else it carries, with the corrected text
+    and words and `corrected: true`; a detached correction becomes a segment of its own with
+    `detached: true`, placed among the others by its start. Costs a pass over the segments only
+    when a correction is not at its recognised place."""
+    if not corrections:
+        return segments, []
+    shown = list(segments)
+    by_times: dict[tuple[float, float], int] | None = None
+    detached: list[Mapping[str, Any]] = []
+    for correction in corrections:
+        times = (correction["start"], correction["end"])
+        place = correction["segment"]
+        if not (place < len(shown) and (shown[place]["start"], shown[place]["end"]) == times):
+            if by_times is None:
+                by_times = {(s["start"], s["end"]): i for i, s in enumerate(segments)}
+            place = by_times.get(times, -1)
+        if place < 0:
+            detached.append(correction)
+            continue
+        shown[place] = {**shown[place], "text": correction["text"], "words": correction["words"], "corrected": True}
+    for correction in sorted(detached, key=lambda c: c["start"]):
+        at = bisect_right([s["start"] for s in shown], correction["start"])
+        shown.insert(
+            at,
+            {
+                "start": correction["start"],
+                "end": correction["end"],
+                "text": correction["text"],
+                "words": correction["words"],
+                "detached": True,
+            },
+        )
+    return shown, detached
+
+
+def text_of(segments: Sequence[Mapping[str, Any]]) -> str:
+    """The whole text as the recognize step's save assembles it: the segments' texts in order,
+    joined by a space."""
+    return " ".join(s.get("text") or "" for s in segments)
+
+
+def corrected_transcript(row: dict[str, Any]) -> dict[str, Any]:
+    """A transcript row as the store reads it (`Store.transcript`) with the owner's corrections
+    on top: its segments, its text, and `detached` (the corrections no segment has the times of)."""
+    corrections = row.get("corrections") or []
+    if not corrections or row.get("segments") is None:
+        return {**row, "detached": []}
+    segments, detached = corrected(row["segments"], corrections)
+    return {**row, "segments": segments, "transcript": text_of(segments), "detached": detached}
