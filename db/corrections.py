@@ -19,11 +19,14 @@ class Corrections:
 
     db: Database
 
-    def correct_segments(self, record_id: int, owner_id: int, edits: Sequence[tuple[int, str]], *, by: str) -> bool:
+    def correct_segments(
+        self, record_id: int, owner_id: int | None, edits: Sequence[tuple[int, str]], *, by: str, role: str = "owner"
+    ) -> bool:
         """Give the owner's record's segments (place from 0, new text) their new texts, all or
         none: the words an edit kept keep their times, new ones share the span between their
-        neighbours. Each is journaled as `corrected` by `by` (origin human), with no text. False
-        when the owner has no such record; NotDone before the record is done, NoSuchSegment for
+        neighbours. Each is journaled as `corrected` by `by` acting as `role` (origin human), with
+        no text. The owner's record only, unless `owner_id` is None (the operator's command).
+        False when there is no such record; NotDone before the record is done, NoSuchSegment for
         a segment it lacks. The texts must already be checked (`service.inputs.SegmentText`)."""
         with self.db.transaction() as conn:
             for segment, text in edits:
@@ -46,6 +49,7 @@ class Corrections:
                     "text": text,
                     "words": Jsonb(retimed(found["words"], start, end, text)),
                     "by": by,
+                    "role": role,
                 }
                 if conn.execute(query("correct_segment"), params).fetchone() is None:
                     raise RuntimeError(f"record {record_id}: a done record's correction was not written")

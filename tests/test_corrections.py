@@ -228,3 +228,32 @@ def test_the_diarize_save_never_overwrites_a_correction(store, world):
     assert document["segments"][2]["text"] == FIXED and document["segments"][2]["speaker"] == "S2"
     assert _hits(app, auth["alice"], "aligner") == [(record, 83.0)] and _hits(app, auth["alice"], "liner") == []
     assert "[Speaker 2]" in _text(app, auth["alice"], record) and FIXED in _text(app, auth["alice"], record)
+
+
+def test_the_command_line_corrects_a_segment(store, env, owner):
+    """`transcriber edit ID --segment N --text …` corrects a done record's segment, journaled as
+    the operator's; `text --version recognised` prints the machine's text; a bad segment, a
+    record not done or a text on two lines is refused with a message and nothing changed."""
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "transcriber.cli", *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    record = done_record(store, owner["id"], TALK)
+    edited = run("edit", str(record), "--segment", "2", "--text", FIXED)
+    assert edited.returncode == 0, edited.stderr
+    assert FIXED in run("text", str(record)).stdout
+    assert "forced liner" in run("text", str(record), "--version", "recognised").stdout
+    event = [e for e in store.events(record) if e["kind"] == "corrected"][-1]
+    assert event["origin"] == "human" and event["detail"]["as"] == "operator" and event["detail"]["segment"] == 2
+
+    waiting = store.accept(owner["id"], [b"not really audio"], title="", source_name="a.bin")
+    for args, said in ((("edit", str(record), "--segment", "9", "--text", "x"), "no segment 9"),
+                       (("edit", str(waiting), "--segment", "0", "--text", "x"), "not done"),
+                       (("edit", str(record), "--segment", "0", "--text", "two\nlines"), "one line"),
+                       (("edit", str(record + 99), "--segment", "0", "--text", "x"), "no record")):
+        refused = run(*args)
+        assert refused.returncode != 0 and said in refused.stderr, (args, refused.stderr)
+    assert len([e for e in store.events(record) if e["kind"] == "corrected"]) == 1

@@ -1,4 +1,4 @@
-"""`transcriber submit`, `card`, `text`, `events`, `resume`, `delete`: one record at a time, through
+"""`transcriber submit`, `card`, `text`, `edit`, `events`, `resume`, `delete`: one record at a time, through
 the same functions the HTTP API calls."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from pathlib import Path
 from audio.formats import FORMATS, render_record
 from db import Store
 from domain.card import card
+from domain.corrections import CORRECTED, VERSIONS
+from domain.errors import TranscriberError
 from domain.resume import NotHalted, UnknownRecord, resume
 from service.intake import accept_from_command_line
 from service.runtime import open_store
@@ -55,7 +57,7 @@ def cmd_events(args, settings) -> int:
 
 def cmd_text(args, settings) -> int:
     store = open_store(settings)
-    row = store.transcript(args.id)
+    row = store.transcript(args.id, version=args.version)
     if row is None:
         raise UserError(f"no record with id {args.id}")
     if row["stage"] != "done":
@@ -75,15 +77,41 @@ def cmd_resume(args, settings) -> int:
     return 0
 
 
-def cmd_delete(args, settings) -> int:
-    """Erase a record for good (any owner's), as `DELETE /records/{id}` does for its owner."""
+def _operator() -> str:
+    """Who runs the command, as the journal names a human's action from the command line."""
     import getpass
 
     try:
-        by = getpass.getuser()
+        return getpass.getuser()
     except (KeyError, OSError):
-        by = "operator"
-    if open_store(settings).delete_record(args.id, None, by=by, role="operator") is None:
+        return "operator"
+
+
+def cmd_edit(args, settings) -> int:
+    """Correct one segment of a done record's text (any owner's), as `PATCH /records/{id}/text`
+    does for its owner: kept apart from the recognised text, journaled as the operator's."""
+    from pydantic import ValidationError
+
+    from service.inputs import SegmentEdit
+
+    try:
+        edit = SegmentEdit(index=args.segment, text=args.text)
+    except ValidationError as error:
+        raise UserError(f"--segment/--text: {error.errors()[0]['msg']}") from None
+    store = open_store(settings)
+    try:
+        written = store.correct_segments(args.id, None, [(edit.index, edit.text)], by=_operator(), role="operator")
+    except TranscriberError as error:
+        raise UserError(str(error)) from None
+    if not written:
+        raise UserError(f"no record with id {args.id}")
+    print(f"record {args.id}: segment {edit.index} corrected")
+    return 0
+
+
+def cmd_delete(args, settings) -> int:
+    """Erase a record for good (any owner's), as `DELETE /records/{id}` does for its owner."""
+    if open_store(settings).delete_record(args.id, None, by=_operator(), role="operator") is None:
         raise UserError(f"no record with id {args.id}")
     print(f"record {args.id} deleted for good")
     return 0
@@ -115,4 +143,16 @@ def add_commands(sub) -> None:
         p.add_argument("id", type=record_id_argument)
         if name == "text":
             p.add_argument("--format", choices=FORMATS, default="txt")
+            p.add_argument(
+                "--version",
+                choices=VERSIONS,
+                default=CORRECTED,
+                help="with the owner's corrections (default), or as recognised",
+            )
         p.set_defaults(run=run)
+
+    p = sub.add_parser("edit", help="correct one segment of a done record's text (kept through re-runs)")
+    p.add_argument("id", type=record_id_argument)
+    p.add_argument("--segment", type=int, required=True, help="the segment's place, from 0 (as the json text lists it)")
+    p.add_argument("--text", required=True, help="the segment's corrected text, on one line")
+    p.set_defaults(run=cmd_edit)
