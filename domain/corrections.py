@@ -126,8 +126,13 @@ def text_of(segments: Sequence[Mapping[str, Any]]) -> str:
 
 def corrected_transcript(row: dict[str, Any]) -> dict[str, Any]:
     """A transcript row as the store reads it (`Store.transcript`) with the owner's corrections
-    on top: its segments, its text, and `detached` (the corrections no segment has the times of)."""
+    on top: its segments, each with its `index` (its place, what an edit names: the pieces a
+    change of speaker cuts it into keep it; a detached correction has none), its text, and
+    `detached` (the corrections no segment has the times of). The row's segments are its own,
+    freshly read: numbered in place, which costs a tenth of copying them."""
     corrections = row.get("corrections") or []
+    for index, segment in enumerate(row.get("segments") or ()):
+        segment["index"] = index
     if not corrections or row.get("segments") is None:
         return {**row, "detached": []}
     segments, detached = corrected(row["segments"], corrections)

@@ -152,6 +152,11 @@ function recordView(root, id) {
   const noAudio = el("p", { class: "muted hidden", id: "no-audio" }, t("no_audio"));
   audio.addEventListener("error", () => noAudio.classList.remove("hidden"));
   const transcript = el("ol", { id: "transcript", class: "segments" });
+  // the edit mode: click a segment's text, type, save (the owner's corrections, kept apart from
+  // the recognised text: PATCH /records/{id}/text)
+  const correctToggle = el("button", { type: "button", id: "correct-text", class: "hidden" }, t("correct_text"));
+  const correctStatus = el("span", { id: "correct-status", class: "muted", role: "status" });
+  const correctHint = el("p", { class: "hint hidden", id: "correct-hint" }, t("correct_hint"));
   const transcriptNote = el("p", { class: "muted", id: "transcript-note" }, t("transcript_pending"));
   const speakersNote = el("p", { class: "muted hidden", id: "speakers-note", role: "status" });
   const speakerFields = el("div", { class: "speaker-fields" });
@@ -181,13 +186,13 @@ function recordView(root, id) {
     el("p", {}, el("a", { href: "/", id: "back" }, t("back"))),
     el("section", { class: "card" }, heading, state, facts),
     el("section", { class: "card" }, el("h2", {}, t("player")), audio, noAudio),
-    el("section", { class: "card" }, el("h2", {}, t("transcript")), transcriptNote, speakersNote, transcript,
-       downloads),
+    el("section", { class: "card" }, el("h2", {}, t("transcript")), transcriptNote, speakersNote,
+       el("p", {}, correctToggle, " ", correctStatus), correctHint, transcript, downloads),
     speakersCard,
     el("section", { class: "card" }, el("h2", {}, t("edit")), form),
     el("section", { class: "card" }, remove, " ", deleteStatus));
 
-  let loaded = false, filled = false, gone = false;
+  let loaded = false, filled = false, gone = false, correcting = false;
   // the labels the transcript carries, the owner's names for them, where finding them stands
   let labels = [], names = {}, speakersState = null;
 
@@ -244,7 +249,9 @@ function recordView(root, id) {
     replace(facts, fact(t("duration"), clock(card.duration_seconds)), fact(t("added"), when(card.created_at)),
       card.language ? fact(t("language_of_audio"), card.language_probability == null ? card.language
         : card.language + " (" + Math.round(100 * card.language_probability) + " %)") : null,
-      card.prompt ? fact(t("prompt_of_record"), card.prompt) : null);
+      card.prompt ? fact(t("prompt_of_record"), card.prompt) : null,
+      card.corrections && card.corrections.count ? fact(t("corrections"), el("span", { id: "corrections-count" },
+        t("corrections_count", { count: card.corrections.count, detached: card.corrections.detached.length }))) : null);
     const note = loaded ? speakersNoteOf(card, labels.length > 0) : null;
     speakersNote.classList.toggle("hidden", note === null);
     speakersNote.dataset.state = card.speakers ? card.speakers.state : "";
@@ -263,29 +270,76 @@ function recordView(root, id) {
     }
   }
 
+  correctToggle.addEventListener("click", () => {
+    correcting = !correcting;
+    transcript.classList.toggle("correcting", correcting);
+    correctHint.classList.toggle("hidden", !correcting);
+    replace(correctToggle, t(correcting ? "correct_done" : "correct_text"));
+    if (!correcting) for (const open of transcript.querySelectorAll(".correction")) open.remove();
+  });
+
+  // One segment's text as a field with Save and Cancel; saved, the transcript shows the answer.
+  function correctSegment(item, index, text) {
+    if (!correcting || item.querySelector(".correction")) return;
+    const field = el("input", { class: "correction-text", value: text, maxlength: "2000", "aria-label": t("correct_text") });
+    const cancel = el("button", { type: "button", class: "cancel-correction" }, t("cancel"));
+    const save = el("button", { type: "submit", class: "save-correction" }, t("save"));
+    const editor = el("form", { class: "correction" }, field, " ", save, " ", cancel);
+    cancel.addEventListener("click", () => editor.remove());
+    editor.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const answer = await api("PATCH", `/records/${id}/text`, { segments: [{ index, text: field.value.trim() }] });
+      replace(correctStatus, answer.ok ? t("saved") : t("save_failed", { reason: reasonOf(answer) }));
+      if (answer.ok) showSegments(answer.data.segments || []);
+    });
+    item.append(editor);
+    field.focus();
+  }
+
   async function showTranscript() {
     const answer = await api("GET", `/records/${id}/text?format=json`);
     if (!answer.ok) return;
     const first = !loaded;
     loaded = true;
-    const segments = answer.data.segments || [];
+    showSegments(answer.data.segments || []);
+    downloads.classList.remove("hidden");
+    correctToggle.classList.remove("hidden");
+    if (first) playAskedSecond(audio, transcript);  // a search hit's link: play from its second (search.js)
+  }
+
+  function showSegments(segments) {
     transcriptNote.classList.toggle("hidden", segments.length > 0);
     replace(transcriptNote, t("transcript_empty"));
     labels = [...new Set(segments.map((segment) => segment.speaker).filter(Boolean))]
       .sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
-    // a speaker's label opens each of its turns; every segment of the turn carries its colour
-    replace(transcript, segments.map((segment, index) => el("li", {
-        class: "segment", "data-start": String(segment.start), "data-speaker": segment.speaker || null,
-        "data-colour": segment.speaker ? speakerColour(segment.speaker) : null },
-      el("button", { type: "button", class: "time", title: t("seek_to", { time: clock(segment.start) }),
-                     onclick: () => { audio.currentTime = segment.start; audio.play().catch(() => {}); } },
-         clock(segment.start)),
-      segment.speaker && (index === 0 || segments[index - 1].speaker !== segment.speaker)
-        ? speakerChip(segment.speaker, names) : null,
-      el("span", { class: "text" }, (segment.text || "").trim()))));
+    // a speaker's label opens each of its turns; every segment of the turn carries its colour.
+    // A segment's place for an edit is its `index` (pieces a change of speaker cut it into keep
+    // it); a detached correction (its segment gone from a text recognised again) has none: it is
+    // shown where its times fall, not edited.
+    const whole = new Map();  // each segment's whole text, to edit, however many pieces show it
+    for (const segment of segments) {
+      if (segment.index === undefined || segment.detached) continue;
+      whole.set(segment.index, [whole.get(segment.index), segment.text].filter(Boolean).join(" ").replace(/\s+/g, " ").trim());
+    }
+    replace(transcript, segments.map((segment, index) => {
+      const text = (segment.text || "").trim();
+      const at = segment.detached || segment.index === undefined ? null : segment.index;
+      const item = el("li", {
+          class: "segment" + (segment.corrected ? " corrected" : "") + (segment.detached ? " detached" : ""),
+          "data-start": String(segment.start), "data-speaker": segment.speaker || null,
+          "data-index": at === null ? null : String(at),
+          "data-colour": segment.speaker ? speakerColour(segment.speaker) : null,
+          title: segment.detached ? t("correction_detached") : segment.corrected ? t("corrected_by_you") : null },
+        el("button", { type: "button", class: "time", title: t("seek_to", { time: clock(segment.start) }),
+                       onclick: () => { audio.currentTime = segment.start; audio.play().catch(() => {}); } },
+           clock(segment.start)),
+        segment.speaker && (index === 0 || segments[index - 1].speaker !== segment.speaker)
+          ? speakerChip(segment.speaker, names) : null,
+        el("span", { class: "text" }, text));
+      if (at !== null) item.querySelector(".text").addEventListener("click", () => correctSegment(item, at, whole.get(at)));
+      return item;
+    }));
     showSpeakerForm();
-    downloads.classList.remove("hidden");
-    if (first) playAskedSecond(audio, transcript);  // a search hit's link: play from its second (search.js)
   }
 
   audio.addEventListener("timeupdate", () => {
