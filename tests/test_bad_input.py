@@ -354,6 +354,11 @@ def _baseline_untouched_by_patch(w):
     assert (card["title"], card["summary"], list(card["topics"])) == ("before", "", [])
 
 
+def _no_correction(w):
+    assert w.store.card_row(w.baseline)["corrections"] == 0
+    assert "corrected" not in [e["kind"] for e in w.store.events(w.baseline)]
+
+
 def _not_record_one(w):
     assert w.get(f"/records/{w.baseline}", **w.auth(w.notes["alice"])).status_code == 200
 
@@ -535,6 +540,26 @@ HTTP_ROWS = [
         lambda w: w.client.patch(f"/records/{w.baseline}", content=b'{"title": "\\ud800"}',
                                  headers={**w.auth(w.notes["alice"]), "content-type": "application/json"}),
         Refused(422, "invalid_request"), _baseline_untouched_by_patch),
+    # the owner's corrections of the text
+    Row("a correction of a record not done", "PATCH /records/{id}/text",
+        lambda w: w.client.patch(f"/records/{w.baseline}/text", headers=w.auth(w.notes["alice"]),
+                                 json={"segments": [{"index": 0, "text": "x"}]}), Refused(409, "not_done"),
+        _no_correction),
+    Row("a correction of another owner's record", "PATCH /records/{id}/text",
+        lambda w: w.patch(f"/records/{w.baseline}/text", json={"segments": [{"index": 0, "text": "x"}]}),
+        Refused(404, "not_found"), _no_correction),
+    Row("line break in a corrected segment", "PATCH /records/{id}/text",
+        lambda w: w.client.patch(f"/records/{w.baseline}/text", headers=w.auth(w.notes["alice"]),
+                                 json={"segments": [{"index": 0, "text": "a\nb"}]}), Refused(422, "invalid_request"),
+        _no_correction),
+    Row("a corrected segment over 2,000 characters", "PATCH /records/{id}/text",
+        lambda w: w.client.patch(f"/records/{w.baseline}/text", headers=w.auth(w.notes["alice"]),
+                                 json={"segments": [{"index": 0, "text": "x" * 2001}]}),
+        Refused(422, "invalid_request"), _no_correction),
+    Row("a negative segment index", "PATCH /records/{id}/text",
+        lambda w: w.client.patch(f"/records/{w.baseline}/text", headers=w.auth(w.notes["alice"]),
+                                 json={"segments": [{"index": -1, "text": "x"}]}), Refused(422, "invalid_request"),
+        _no_correction),
     Row("malformed JSON", "PATCH /records/{id}",
         lambda w: w.patch(f"/records/{w.baseline}", content=b"{title:", headers={"content-type": "application/json"}),
         Refused(422, "invalid_request")),
