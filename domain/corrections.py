@@ -10,9 +10,9 @@ detached: kept, listed on the card, and shown as a segment of its own where its 
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from difflib import SequenceMatcher
 from typing import Any
 
 from domain.errors import TranscriberError
@@ -56,6 +56,44 @@ def _spread(words: Sequence[str], start: float, end: float) -> list[dict[str, An
     return timed
 
 
+_EDGE_PUNCTUATION = re.compile(r"^\W+|\W+$")
+
+
+def _plain(word: str) -> str:
+    """A word as an edit compares it: without case and the punctuation around it."""
+    return _EDGE_PUNCTUATION.sub("", word).casefold()
+
+
+def _kept(old: Sequence[str], new: Sequence[str]) -> list[int | None]:
+    """For each new word, the old word it keeps (its index) or None: the alignment of fewest
+    edits (a word replaced, inserted or deleted costs one), so a misheard run replaced by as many
+    words is a replacement in place, never words moved to a far copy of a repeated word. Words
+    are compared without case and surrounding punctuation."""
+
+    a, b = [_plain(w) for w in old], [_plain(w) for w in new]
+    # cost[i][j]: edits turning a[i:] into b[j:]
+    cost = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a), -1, -1):
+        for j in range(len(b), -1, -1):
+            if i == len(a) or j == len(b):
+                cost[i][j] = (len(a) - i) + (len(b) - j)
+            else:
+                same = cost[i + 1][j + 1] + (0 if a[i] == b[j] else 1)
+                cost[i][j] = min(same, cost[i + 1][j] + 1, cost[i][j + 1] + 1)
+    kept: list[int | None] = []
+    i = j = 0
+    while j < len(b):
+        if i < len(a) and cost[i][j] == cost[i + 1][j + 1] + (0 if a[i] == b[j] else 1):
+            kept.append(i if a[i] == b[j] else None)
+            i, j = i + 1, j + 1
+        elif i < len(a) and cost[i][j] == cost[i + 1][j] + 1:
+            i += 1
+        else:
+            kept.append(None)
+            j += 1
+    return kept
+
+
 def retimed(recognised: Sequence[Mapping[str, Any]], start: float, end: float, text: str) -> list[dict[str, Any]]:
     """The timed words of a segment [start, end] whose text became `text`: a word the edit kept
     keeps its recognised times; a run of new words shares the span between the kept words around
@@ -63,18 +101,20 @@ def retimed(recognised: Sequence[Mapping[str, Any]], start: float, end: float, t
     engine gave them ({word, start, end}), possibly none."""
     old = [w for w in recognised if str(w.get("word", "")).strip()]
     new = text.split()
-    matcher = SequenceMatcher(a=[str(w["word"]).strip() for w in old], b=new, autojunk=False)
+    kept = _kept([str(w["word"]).strip() for w in old], new)
     timed: list[dict[str, Any]] = []
-    for tag, a_from, a_to, b_from, b_to in matcher.get_opcodes():
-        if tag == "equal":
-            timed += [
-                {"word": " " + new[b_from + i], "start": old[a_from + i]["start"], "end": old[a_from + i]["end"]}
-                for i in range(b_to - b_from)
-            ]
-        elif b_to > b_from:
-            since = timed[-1]["end"] if timed else start
-            until = old[a_to]["start"] if a_to < len(old) else end
-            timed += _spread(new[b_from:b_to], since, max(until, since))
+    run: list[str] = []  # new words waiting for the next kept word (or the end) to be timed
+    for word, place in [*zip(new, kept, strict=True), (None, None)]:
+        if word is None or place is not None:
+            if run:
+                since = timed[-1]["end"] if timed else start
+                until = old[place]["start"] if place is not None else end
+                timed += _spread(run, since, max(until, since))
+                run = []
+            if word is not None and place is not None:
+                timed.append({"word": " " + word, "start": old[place]["start"], "end": old[place]["end"]})
+        else:
+            run.append(word)
     return timed
 
 

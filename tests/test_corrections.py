@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conftest import checkpoint, policy, run_together, save_result, settings
+from test_http import make_api  # noqa: F401  (the live server fixture)
 from domain.corrections import corrected, retimed
 from domain.stages import Step
 from searching import done_record
@@ -93,6 +94,11 @@ def test_the_words_kept_keep_their_times():
     new = timed[2:5]
     assert new[0]["start"] == 1.8 and new[-1]["end"] == 3.0
     assert all(a["end"] <= b["start"] + 1e-9 for a, b in zip(new, new[1:]))
+    alike = [{"word": " word", "start": float(t), "end": t + 0.8} for t in range(6)]
+    swapped = retimed(alike, 0.0, 6.0, "word Montreal Forced Aligner word word")  # in place, not moved
+    assert [(w["start"], w["end"]) for w in swapped][::4] == [(0.0, 0.8), (4.0, 4.8)]
+    assert swapped[1]["start"] == 0.8 and swapped[3]["end"] == 4.0
+    assert [w["start"] for w in retimed(words, 1.0, 3.5, "The Montreal forced liner works.")] == [1.0, 1.2, 1.8, 2.2, 3.0]
     spread = retimed([], 0.0, 2.0, "no words were timed")
     assert spread[0]["start"] == 0.0 and spread[-1]["end"] == 2.0
 
@@ -257,3 +263,36 @@ def test_the_command_line_corrects_a_segment(store, env, owner):
         refused = run(*args)
         assert refused.returncode != 0 and said in refused.stderr, (args, refused.stderr)
     assert len([e for e in store.events(record) if e["kind"] == "corrected"]) == 1
+
+
+def test_a_later_openai_compatible_read_answers_the_corrected_text(make_api, store, tmp_path, hears_word_a_second):
+    """The official `openai` client's repeat of an upload (the same Idempotency-Key) answers the
+    record's text as the owner corrected it, in json, srt and verbose_json with words."""
+    import openai
+
+    from media import encode
+
+    api = make_api()
+    token = api.token("alice")
+    hears_word_a_second()
+    api.start_workers()
+    path = encode(tmp_path / "talk.wav", "wav")
+    speaker = openai.OpenAI(api_key=token, base_url=str(api.http.base_url).rstrip("/") + "/v1", timeout=300)
+
+    def transcribe(fmt: str, **extra):
+        with path.open("rb") as handle:
+            return speaker.audio.transcriptions.create(model="whisper-1", file=handle, response_format=fmt,
+                                                       language="en", extra_headers={"Idempotency-Key": "talk-1"},
+                                                       **extra)
+
+    assert transcribe("json").text.split() == ["word"] * 9
+    record = api.http.get("/records", headers=api.auth(token)).json()["items"][0]["id"]
+    fixed = "word word Montreal Forced Aligner word word word word word"
+    answer = api.http.patch(f"/records/{record}/text", headers=api.auth(token),
+                            json={"segments": [{"index": 0, "text": fixed}]})
+    assert answer.status_code == 200, answer.text
+    assert transcribe("json").text.strip() == fixed
+    assert "Montreal Forced Aligner" in " ".join(transcribe("srt").split())  # on one cue line or two
+    verbose = transcribe("verbose_json", timestamp_granularities=["word"])
+    assert [w.word for w in verbose.words][2:5] == ["Montreal", "Forced", "Aligner"]
+    assert [(w.start, w.end) for w in verbose.words][:2] == [(0.0, 0.8), (1.0, 1.8)]  # kept words keep their times
