@@ -43,6 +43,11 @@ def _text(app, auth, record_id, fmt="txt", **params):
     return answer.text
 
 
+def _record_row(store, record_id: int) -> dict:
+    with store.db.connection() as conn:
+        return conn.execute("SELECT * FROM records WHERE id = %s", (record_id,)).fetchone()
+
+
 def _hits(app, auth, q):
     answer = app.get("/search", params={"q": q}, headers=auth)
     assert answer.status_code == 200, answer.text
@@ -56,6 +61,7 @@ def test_a_correction_is_read_everywhere_and_the_recognised_text_stays(store, wo
     app, auth, ids = world
     record = done_record(store, ids["alice"], TALK, windows=2, words=True)
     assert _hits(app, auth["alice"], "liner") == [(record, 83.0)]
+    row_before = _record_row(store, record)
 
     answer = _edit(app, auth["alice"], record, (2, FIXED))
     assert answer.status_code == 200, answer.text
@@ -75,6 +81,7 @@ def test_a_correction_is_read_everywhere_and_the_recognised_text_stays(store, wo
 
     assert _hits(app, auth["alice"], "aligner") == [(record, 83.0)]
     assert _hits(app, auth["alice"], "liner") == []
+    assert _record_row(store, record) == row_before  # the edit writes no field of the record's
     hit = app.get("/search", params={"q": "aligner"}, headers=auth["alice"]).json()["items"][0]
     assert 86.5 < hit["at"] < 87.5  # when the corrected word was said (after "Forced"), not the segment's start
     card = app.get(f"/records/{record}", headers=auth["alice"]).json()
@@ -296,3 +303,22 @@ def test_a_later_openai_compatible_read_answers_the_corrected_text(make_api, sto
     verbose = transcribe("verbose_json", timestamp_granularities=["word"])
     assert [w.word for w in verbose.words][2:5] == ["Montreal", "Forced", "Aligner"]
     assert [(w.start, w.end) for w in verbose.words][:2] == [(0.0, 0.8), (1.0, 1.8)]  # kept words keep their times
+
+
+def test_a_resumed_step_keeps_the_corrections(store, world):
+    """P5 keeps the owner's fields: a done record whose speakers step halted is corrected, then
+    resumed (`domain.resume`, what `transcriber resume`, scripts/resume.py and the panel call)
+    and its step saved; the correction is still shown, searchable and counted."""
+    from conftest import save_turns
+    from domain.claims import HaltReason
+    from domain.resume import resume
+
+    app, auth, ids = world
+    record = done_record(store, ids["alice"], TALK, diarize=True, words=True)
+    assert store.halt(store.claim(Step.DIARIZE, policy()), HaltReason.ATTEMPTS_EXHAUSTED, "boom")
+    assert _edit(app, auth["alice"], record, (2, FIXED)).status_code == 200
+    assert resume(store, record, by="root") == "done"
+    assert save_turns(store, store.claim(Step.DIARIZE, policy()), [{"start": 0.0, "end": 95.0, "speaker": "S1"}])
+    assert json.loads(_text(app, auth["alice"], record, "json"))["segments"][2]["text"] == FIXED
+    assert _hits(app, auth["alice"], "aligner") == [(record, 83.0)]
+    assert app.get(f"/records/{record}", headers=auth["alice"]).json()["corrections"]["count"] == 1
