@@ -143,10 +143,10 @@ def _recognise_again(store, db, record_id: int, segments: list[tuple[float, floa
 def test_a_rerun_never_loses_a_correction(store, db, world):
     """Recognised again, a record keeps its corrections: on the segment with its times where the
     new text has one (shown, searchable), detached where not (kept, listed on the card, shown
-    where its times fall); the machine's new text is what version=recognised serves."""
+    where its times fall, still found by search); the machine's new text is what version=recognised serves."""
     app, auth, ids = world
     record = done_record(store, ids["alice"], TALK, words=True)
-    assert _edit(app, auth["alice"], record, (2, FIXED), (1, "Today we look at the storage budget.")).status_code == 200
+    assert _edit(app, auth["alice"], record, (2, FIXED), (1, "Today we review the storage budget.")).status_code == 200
     again = [(0.0, 5.0, "Good morning, welcome to the weekly meeting."),
              (5.0, 11.0, "Today we looked at the storage budget."),            # times moved
              (11.0, 83.0, "And the release date."),
@@ -156,16 +156,17 @@ def test_a_rerun_never_loses_a_correction(store, db, world):
 
     segments = json.loads(_text(app, auth["alice"], record, "json"))["segments"]
     texts = [s["text"] for s in segments]
-    assert FIXED in texts and "Today we look at the storage budget." in texts
+    assert FIXED in texts and "Today we review the storage budget." in texts
     kept = next(s for s in segments if s["text"] == FIXED)
     assert (kept["start"], kept["end"]) == (83.0, 88.5) and kept.get("corrected") is True
-    lost = next(s for s in segments if s["text"] == "Today we look at the storage budget.")
+    lost = next(s for s in segments if s["text"] == "Today we review the storage budget.")
     assert lost["detached"] is True and (lost["start"], lost["end"]) == (5.0, 12.0)
     assert [s["start"] for s in segments] == sorted(s["start"] for s in segments)
 
     card = app.get(f"/records/{record}", headers=auth["alice"]).json()
     assert card["corrections"] == {"count": 2, "detached": [{"segment": 1, "start": 5.0, "end": 12.0}]}
     assert _hits(app, auth["alice"], "aligner") == [(record, 83.0)] and _hits(app, auth["alice"], "liner") == []
+    assert _hits(app, auth["alice"], "review") == [(record, 5.0)]  # the detached one too
     assert "Today we looked" in _text(app, auth["alice"], record, version="recognised")
 
 

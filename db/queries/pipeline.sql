@@ -153,6 +153,14 @@ said AS MATERIALIZED (
     FROM saved s CROSS JOIN said d
     LEFT JOIN record_corrections k
            ON k.record_id = s.record_id AND k.start_seconds = d.start AND k.end_seconds = d."end"
+), kept_apart AS (
+    -- ...and one after them for each correction the text has no segment for any more (detached
+    -- by a re-run): still found by its words, at its times
+    INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
+    SELECT s.record_id, (SELECT count(*) FROM said) + row_number() OVER (ORDER BY k.start_seconds, k.end_seconds),
+           s.owner_id, k.start_seconds, k.end_seconds, s.config, k.text
+    FROM saved s JOIN record_corrections k ON k.record_id = s.record_id
+    WHERE NOT EXISTS (SELECT 1 FROM said d WHERE d.start = k.start_seconds AND d."end" = k.end_seconds)
 )
 
 -- name: save_diarize
