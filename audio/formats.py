@@ -20,6 +20,7 @@ from itertools import groupby
 from typing import Any, NamedTuple
 
 from domain.one_line import one_line
+from domain.speakers import speaker_name
 
 FORMATS = ("txt", "srt", "vtt", "json")
 MEDIA_TYPES = {
@@ -154,12 +155,6 @@ def cue_line(line: str) -> str:
     """A line of a cue as srt and vtt show it: on one line, and with no `-->` (shown `->`)
     that a reader would take for a cue's timing."""
     return _ARROW.sub("->", one_line(line))
-
-
-def speaker_name(label: str, names: dict[str, str] | None = None) -> str:
-    """What a reader sees for a speaker: the name its owner gave, else "Speaker N"."""
-    given = (names or {}).get(label)
-    return given or f"Speaker {label.removeprefix('S')}"
 
 
 def _turns(words: list[Word]) -> list[list[Word]]:
