@@ -75,13 +75,15 @@ class Voices:
     def merge_voice(self, owner_id: int, voice_id: int, into: int) -> None:
         """Merge the owner's voice into another of the owner's: its samples, matches and
         rejections become the other's, its speakers take the other's name, and it goes.
-        NoSuchVoice (either is not the owner's), BadMerge (into itself); nothing changed then."""
+        NoSuchVoice (no such voice of the owner's), BadMerge (into itself, or into no voice of
+        the owner's: another owner's is answered like a missing one); nothing changed then."""
         with self.db.transaction() as conn:
             lock_owner_voices(conn, owner_id)
             _owner_voice(conn, owner_id, voice_id)
-            _owner_voice(conn, owner_id, into)
             if voice_id == into:
                 raise BadMerge("a voice cannot be merged into itself")
+            if conn.execute(query("owner_voice"), {"owner_id": owner_id, "id": into}).fetchone() is None:
+                raise BadMerge(f"there is no voice {into} to merge into")
             params = {"owner_id": owner_id, "id": voice_id, "into": into}
             conn.execute(query("merge_voice_samples"), params)
             conn.execute(query("merge_voice_matches"), params)

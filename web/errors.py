@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from domain.errors import TranscriberError
 from domain.resume import NotHalted
 from domain.search import QueryProblem
+from domain.voices import BadMerge, NoSuchVoice, VoiceNameTaken
 from service.intake import (
     AudioTooLong,
     BadLanguage,
@@ -44,6 +45,9 @@ STATUS = {
     BadPrompt: 422,
     QueryProblem: 422,
     NotHalted: 409,
+    NoSuchVoice: 404,
+    VoiceNameTaken: 409,
+    BadMerge: 422,
 }
 
 

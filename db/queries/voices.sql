@@ -39,7 +39,7 @@ INSERT INTO voices (owner_id, name)
 SELECT DISTINCT ON (lower(e.value)) %(owner_id)s, e.value
 FROM jsonb_each_text(%(names)s::jsonb) AS e(label, value)
 JOIN record_speakers s ON s.record_id = %(id)s AND s.label = e.label
-WHERE e.value <> ''
+WHERE btrim(e.value) <> ''
 ON CONFLICT (owner_id, lower(name)) DO NOTHING;
 
 -- name: enrol_speakers
@@ -49,7 +49,7 @@ SELECT s.record_id, s.label, v.id, s.centroid, s.seconds
 FROM jsonb_each_text(%(names)s::jsonb) AS e(label, value)
 JOIN record_speakers s ON s.record_id = %(id)s AND s.label = e.label
 JOIN voices v ON v.owner_id = %(owner_id)s AND lower(v.name) = lower(e.value)
-WHERE e.value <> '';
+WHERE btrim(e.value) <> '';
 
 -- name: drop_empty_voices
 -- The voices among `ids` left with no sample go (their matches with them: record_speakers'
