@@ -5,6 +5,8 @@ the lifecycle of records. Skipped, saying so, where the `speakers` extra is not 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 
 import psycopg
@@ -87,7 +89,7 @@ def people(store):
     return Owner(store, app, "alice-owner"), Owner(store, app, "bob-owner")
 
 
-def test_a_name_given_once_names_the_voice_elsewhere_and_follows_a_rename_everywhere(store, people, meeting,
+def test_a_name_given_once_names_the_voice_elsewhere_and_follows_a_rename_everywhere(store, people, meeting, env,
                                                                                     monkeypatch):
     """Naming a speaker enrols its voice; a later recording of that voice is shown with the name
     with no action (card, txt, srt, vtt, json, verbose_json, search by the name); renaming the
@@ -133,6 +135,12 @@ def test_a_name_given_once_names_the_voice_elsewhere_and_follows_a_rename_everyw
     assert {hit["record"]["id"] for hit in found["items"]} == {first, second}
     assert all("Alicia" in hit["speakers"] for hit in found["items"])
     assert b.get("/search", params={"q": "word", "speaker": "Alicia"}).json()["items"] == []
+    listed = _cli(env, "voices", "--owner", "alice-owner")
+    assert listed.returncode == 0 and "Alicia" in listed.stdout and str(voice["id"]) in listed.stdout
+    assert json.loads(_cli(env, "voices", "--owner", "alice-owner", "--json").stdout)[0]["name"] == "Alicia"
+    printed = _cli(env, "search", "--owner", "alice-owner", "--speaker", "Alicia", "word")
+    assert {int(line.split()[0]) for line in printed.stdout.splitlines()} == {first, second}
+    assert _cli(env, "voices", "--owner", "bob-owner").stdout.startswith("no voices yet")
 
 
 def test_a_rejected_match_stays_rejected_across_a_re_run_and_naming_wins(store, people, meeting, monkeypatch):
@@ -269,6 +277,11 @@ def test_a_voice_renamed_or_deleted_while_the_diarize_step_runs(store, people, m
     assert a.voices() == []
     with store.db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM voices").fetchone()["n"] == 0
+
+
+def _cli(env, *args):
+    return subprocess.run([sys.executable, "-m", "transcriber.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
 
 
 def _url(store) -> str:
