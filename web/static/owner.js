@@ -234,7 +234,7 @@ function recordView(root, id) {
     replace(speakerFields, labels.map((label) => el("div", { class: "speaker-field" },
       el("label", { for: "speaker-name-" + label }, speakerChip(label, {})),
       el("input", { id: "speaker-name-" + label, name: label, maxlength: "100", value: given[label] || "",
-                    placeholder: speakerName(label, names) }), " ",
+                    placeholder: speakerName(label, names) }),
       voiceMatch(listed.find((speaker) => speaker.label === label), decide))));
   }
 

@@ -32,7 +32,7 @@ function voicesView() {
       el("button", { type: "button", class: "voice-merge",
                      onclick: () => into.value && act("POST", `/voices/${voice.id}/merge`, { into: Number(into.value) }) },
          t("voice_merge")), " ",
-      el("button", { type: "button", class: "voice-delete",
+      el("button", { type: "button", class: "voice-delete danger",
                      onclick: () => window.confirm(t("voice_delete_confirm")) && act("DELETE", `/voices/${voice.id}`) },
          t("voice_delete")));
   }
