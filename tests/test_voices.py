@@ -143,10 +143,10 @@ def test_a_name_given_once_names_the_voice_elsewhere_and_follows_a_rename_everyw
     assert _cli(env, "voices", "--owner", "bob-owner").stdout.startswith("no voices yet")
 
 
-def test_a_rejected_match_stays_rejected_across_a_re_run_and_naming_wins(store, people, meeting, monkeypatch):
+def test_a_rejected_match_stays_rejected_across_a_re_run_and_naming_wins(store, people, meeting, env, monkeypatch):
     """The owner rejects a match: the speaker is "Speaker N" again and is not found by the
     voice's name; diarizing the record again never matches it to that voice. Confirming is naming
-    with the voice's name: the speaker joins the voice."""
+    with the voice's name (here with `transcriber speakers`): the speaker joins the voice."""
     a, _ = people
     first = _diarized(store, a.row, meeting, monkeypatch)
     a.patch(f"/records/{first}", {"speakers": {_longest(store, first): "Alice"}})
@@ -166,7 +166,12 @@ def test_a_rejected_match_stays_rejected_across_a_re_run_and_naming_wins(store, 
 
     third = _diarized(store, a.row, READER, monkeypatch)  # the rejection is that record's alone
     assert a.speaker(third, "S1")["name"] == "Alice"
-    assert a.patch(f"/records/{third}", {"speakers": {"S1": "Alice"}}).status_code == 200  # confirmed
+    for bad in (["--name", "S1"], ["--name", "S1=A\tB"], ["--reject", "X1"]):
+        refused = _cli(env, "speakers", str(third), *bad)
+        assert refused.returncode == 2 and refused.stderr.startswith("transcriber: "), refused.stderr
+    assert a.voices()[0]["recordings"] == 1
+    confirmed = _cli(env, "speakers", str(third), "--name", "S1=Alice")  # confirmed
+    assert confirmed.returncode == 0 and confirmed.stdout.startswith("S1  Alice  voice "), confirmed.stdout
     [voice] = a.voices()
     assert voice["recordings"] == 2
     # an unknown label or a bad one is refused or rejects nothing
