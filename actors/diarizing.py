@@ -33,6 +33,7 @@ def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) 
     speaker's print (audio.speakers.voices.SpeakerPrint by label) taken from those embeddings."""
     from audio.speakers.diarize import speaker_turns, window_embeddings
     from audio.speakers.embed import Embeddings
+    from audio.speakers.voices import speaker_prints
     from audio.windows import end_of, start_byte, windows
 
     if record["original_blob_id"] is None:
@@ -58,8 +59,6 @@ def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) 
                 found.append(embedded)
         except UndecodableAudio as error:
             raise PermanentStepError(HaltReason.UNDECODABLE_AUDIO, str(error)) from None
-    from audio.speakers.voices import speaker_prints
-
     embeddings = Embeddings.joined(found)
     if not len(embeddings):  # no speech found: no speakers, and nothing to retry
         return [], {}
