@@ -11,6 +11,7 @@ served.
 
 from __future__ import annotations
 
+import base64
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -26,12 +27,14 @@ from domain.corrections import RECOGNISED
 from service.config import Settings
 
 
-def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> list[dict]:
+def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> tuple[list[dict], dict]:
     """Speaker turns of the record's original audio, streamed window by window from the last
     checkpoint on: each window's embeddings are saved under the claim as it is done, so a run
-    taken over (a crash, a stopping worker) embeds no window twice."""
+    taken over (a crash, a stopping worker) embeds no window twice. With the turns, each
+    speaker's print (audio.speakers.voices.SpeakerPrint by label) taken from those embeddings."""
     from audio.speakers.diarize import speaker_turns, window_embeddings
     from audio.speakers.embed import Embeddings
+    from audio.speakers.voices import speaker_prints
     from audio.windows import end_of, start_byte, windows
 
     if record["original_blob_id"] is None:
@@ -59,9 +62,9 @@ def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) 
             raise PermanentStepError(HaltReason.UNDECODABLE_AUDIO, str(error)) from None
     embeddings = Embeddings.joined(found)
     if not len(embeddings):  # no speech found: no speakers, and nothing to retry
-        return []
+        return [], {}
     turns = speaker_turns(embeddings, speakers_asked(record))
-    return [{"start": t.start, "end": t.end, "speaker": t.speaker} for t in turns]
+    return [{"start": t.start, "end": t.end, "speaker": t.speaker} for t in turns], speaker_prints(embeddings, turns)
 
 
 def _unpacked(row: dict):
@@ -86,10 +89,42 @@ def _from_byte(pieces: Iterable[bytes], skip: int, beat: Heartbeat) -> Iterator[
 
 
 def diarize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> dict:
-    """The step's work: the turns found, and `said`, each segment's speaker labels in the text's
-    order (what its search row keeps, so a search can keep one speaker's words)."""
-    turns = find_turns(store, record, beat, settings)
-    return {"turns": turns, "said": said_by(store, record["id"], turns)}
+    """The step's work: the turns found; `said`, each segment's speaker labels in the text's
+    order (what its search row keeps, so a search can keep one speaker's words); and `speakers`,
+    each speaker's print with the owner's voice it matches, if any (`matched_speakers`)."""
+    turns, prints = find_turns(store, record, beat, settings)
+    beat()
+    return {
+        "turns": turns,
+        "said": said_by(store, record["id"], turns),
+        "speakers": matched_speakers(store, record, prints),
+    }
+
+
+def matched_speakers(store: Store, record: dict, prints: dict) -> list[dict]:
+    """Each speaker's print and the voice of the record's owner it matches (one to one, above
+    the threshold, never a voice the owner rejected for that speaker of this record), as the
+    diarize save takes them. Only the record's owner's voices are read: another owner's
+    recording is never compared with them."""
+    from audio.speakers.voices import match_allowed, voice_centroids
+
+    if not prints:
+        return []
+    voice_ids, centroids = voice_centroids(
+        (row["voice_id"], row["centroid"], row["seconds"]) for row in store.voice_samples(record["owner_id"])
+    )
+    rejected = store.rejected_matches(record["id"])
+    found = {m.label: m for m in match_allowed(prints, voice_ids, centroids, rejected)}
+    return [
+        {
+            "label": label,
+            "centroid": base64.b64encode(voice_print.packed()).decode("ascii"),
+            "seconds": round(voice_print.seconds, 3),
+            "voice_id": found[label].voice_id if label in found else None,
+            "score": found[label].score if label in found else None,
+        }
+        for label, voice_print in prints.items()
+    ]
 
 
 def said_by(store: Store, record_id: int, turns: list[dict]) -> list[list[str]]:

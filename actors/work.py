@@ -45,7 +45,7 @@ STEPS = {
     Step.RECOGNIZE: StepSpec(recognize, frozenset({"engine"})),
     # a worker that cannot (or may not) diarize leaves the rows to others
     Step.DIARIZE: StepSpec(
-        diarize, frozenset({"turns"}), frozenset({"said"}), runs_here=lambda settings: settings.diarize_on
+        diarize, frozenset({"turns"}), frozenset({"said", "speakers"}), runs_here=lambda settings: settings.diarize_on
     ),
 }
 

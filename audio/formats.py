@@ -19,7 +19,9 @@ import re
 from itertools import groupby
 from typing import Any, NamedTuple
 
+from domain.card import speaker_view
 from domain.one_line import one_line
+from domain.speakers import speaker_name
 
 FORMATS = ("txt", "srt", "vtt", "json")
 MEDIA_TYPES = {
@@ -156,12 +158,6 @@ def cue_line(line: str) -> str:
     return _ARROW.sub("->", one_line(line))
 
 
-def speaker_name(label: str, names: dict[str, str] | None = None) -> str:
-    """What a reader sees for a speaker: the name its owner gave, else "Speaker N"."""
-    given = (names or {}).get(label)
-    return given or f"Speaker {label.removeprefix('S')}"
-
-
 def _turns(words: list[Word]) -> list[list[Word]]:
     """The words in runs of one speaker each, in order."""
     return [list(run) for _, run in groupby(words, key=lambda word: word.speaker)]
@@ -234,12 +230,14 @@ def render(
     language: str | None = None,
     language_probability: float | None = None,
     suppressed: list[dict] | None = None,
+    speaker_list: list[dict] | None = None,
 ) -> str:
     """The transcript in `fmt`; raises ValueError for a format not in FORMATS. `names` are the
     owner's names for the speaker labels the segments carry, if any; json names the language
     too, and how sure the recognizer was of it where it detected it, and lists the spans whose
     text the recognizer's guards dropped (`suppressed`: start, end, reason), so nothing is lost
-    without a word; the other formats carry the text only."""
+    without a word, and each speaker's match to a voice (`speaker_list`, as the card shows it);
+    the other formats carry the text only."""
     diarized = any(s.get("speaker") for s in segments)
     if fmt == "txt":
         if diarized:
@@ -255,8 +253,10 @@ def render(
             "suppressed": list(suppressed or []),
         }
         if diarized:
-            labels = sorted({s["speaker"] for s in segments if s.get("speaker")}, key=lambda x: int(x[1:]))
-            document["speakers"] = {label: speaker_name(label, names) for label in labels}
+            document["speakers"] = shown_speakers(segments, names)
+            document["speaker_list"] = [
+                speaker_view(s) for s in speaker_list or () if s["label"] in document["speakers"]
+            ]
         return json.dumps(document, ensure_ascii=False)
     if fmt == "srt":
         blocks = [
@@ -271,6 +271,12 @@ def render(
         ]
         return "WEBVTT\n\n" + "\n".join(blocks)
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def shown_speakers(segments: list[dict], names: dict[str, str] | None) -> dict[str, str]:
+    """The speakers the labelled segments carry, in label order, each with the name shown."""
+    labels = sorted({s["speaker"] for s in segments if s.get("speaker")}, key=lambda x: int(x[1:]))
+    return {label: speaker_name(label, names) for label in labels}
 
 
 def labelled_segments(row: dict) -> list[dict]:
@@ -298,4 +304,5 @@ def render_record(fmt: str, row: dict) -> str:
         language=row.get("language"),
         language_probability=row.get("language_probability"),
         suppressed=row.get("suppressed"),
+        speaker_list=row.get("speaker_list"),
     )

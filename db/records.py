@@ -18,6 +18,7 @@ from db.queries import query
 from db.quotas import QuotaExceeded, check_quota, hold_quota
 from db.rows import DictConnection, only_row
 from db.uploads import SameUpload, earlier_record, keep_key
+from db.voices import drop_empty_voices, record_voices
 from domain.asked import Asked
 from domain.stages import Step
 
@@ -119,13 +120,16 @@ class Records:
 
         The record's row is deleted first, so a step's write in flight finishes before it (and
         is then erased too) or finds no row after it (refused; its late journal line is dropped).
-        Its windows go with it; its audio, which no record points at any more, is deleted right
-        after, in bounded batches (the sweep finds what a crash in between left).
+        Its windows and its speakers' samples go with it (a voice left without any goes too);
+        its audio, which no record points at any more, is deleted right after, in bounded
+        batches (the sweep finds what a crash in between left).
         """
         with self.db.transaction() as conn:
+            voiced = record_voices(conn, record_id)
             row = conn.execute(query("erase_record"), {"id": record_id, "owner_id": owner_id}).fetchone()
             if row is None:
                 return None
+            drop_empty_voices(conn, voiced)  # its speakers' samples went with it
             conn.execute(query("journal_deletion"), {"id": record_id, "stage": row["stage"], "by": by, "role": role})
             conn.execute(query("erase_journal"), {"id": record_id})
         for blob_id in (row["original_blob_id"], row["converted_blob_id"]):

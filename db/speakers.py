@@ -8,6 +8,7 @@ from psycopg.types.json import Jsonb
 
 from db.database import Database
 from db.queries import query
+from db.voices import lock_owner_voices, rename_speakers
 
 
 class Speakers:
@@ -22,10 +23,14 @@ class Speakers:
 
     def name_speakers(self, record_id: int, owner_id: int, names: dict[str, str | None]) -> bool:
         """The owner's names for speaker labels, merged into the earlier ones ("" or None takes a
-        name away); False when the owner has no such record."""
+        name away), and the owner's voices following them (`db.voices.rename_speakers`); False
+        when the owner has no such record."""
         names = {label: (name or None) for label, name in names.items()}
         with self.db.transaction() as conn:
+            lock_owner_voices(conn, owner_id)
             row = conn.execute(
                 query("name_speakers"), {"id": record_id, "owner_id": owner_id, "names": Jsonb(names)}
             ).fetchone()
+            if row is not None:
+                rename_speakers(conn, record_id, owner_id, names)
         return row is not None

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from domain.speakers import speaker_name
+
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
@@ -74,7 +76,8 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
 def speakers(row: Mapping[str, Any]) -> dict[str, Any]:
     """Where who-spoke-when stands: pending (asked for, not found yet), done, halted (the text is
     served without speakers; reason and error say why) or off (not asked for, or the service
-    does not diarize). `asked`: auto, off or a number; `names`: the owner's."""
+    does not diarize). `asked`: auto, off or a number; `names`: the owner's; `list`: each speaker
+    as shown (`speaker_view`)."""
     asked = row.get("speakers_wanted", "auto")
     view = {
         "state": "off",
@@ -82,6 +85,7 @@ def speakers(row: Mapping[str, Any]) -> dict[str, Any]:
         "error": None,
         "asked": asked,
         "names": dict(row.get("speaker_names") or {}),
+        "list": [speaker_view(speaker) for speaker in row.get("speaker_list") or ()],
     }
     if row.get("speakers_halt_reason"):
         return {
@@ -99,3 +103,19 @@ def speakers(row: Mapping[str, Any]) -> dict[str, Any]:
     if row["stage"] != "done" and row["halted_at"] is None:
         return {**view, "state": "pending"}
     return {**view, "reason": "not_diarized"}  # TRANSCRIBER_DIARIZE=off or the extra not installed
+
+
+def speaker_view(speaker: Mapping[str, Any]) -> dict[str, Any]:
+    """A record speaker as the card shows it (a row of the `speaker_list` the store reads):
+    `label`; `name`, the one shown everywhere (the owner's, else the matched voice's unless
+    rejected, else "Speaker N"); `given`, the owner's own or null; `voice`, the owner's voice the
+    pipeline matched ({id, name, score}) or null; `rejected`, whether the owner said it is not."""
+    label = speaker["label"]
+    shown = {label: speaker["name"]} if speaker.get("name") else None
+    return {
+        "label": label,
+        "name": speaker_name(label, shown),
+        "given": speaker.get("given"),
+        "voice": speaker.get("voice"),
+        "rejected": bool(speaker.get("rejected")),
+    }

@@ -89,14 +89,34 @@ SpeakerLabel = Annotated[str, Field(pattern=r"^S[1-9][0-9]?$")]
 
 
 class Edit(BaseModel):
-    """The owner's edit: title, summary, topics and speaker names only; anything else is refused (422)."""
+    """The owner's edit: title, summary, topics, speaker names and rejected matches only; anything
+    else is refused (422)."""
 
     model_config = ConfigDict(extra="forbid")
     title: Title | None = None
     summary: Summary | None = None
     topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
-    # names for speaker labels ({"S1": "Alice"}; "" or null takes a name away)
+    # names for speaker labels ({"S1": "Alice"}; "" or null takes a name away); a name enrols the
+    # speaker in the owner's voice of that name
     speakers: dict[SpeakerLabel, SpeakerName | None] | None = Field(default=None, max_length=99)
+    # speakers whose matched voice is not theirs (["S2"]): never matched to it again
+    speakers_rejected: list[SpeakerLabel] | None = Field(default=None, max_length=99)
+
+
+class VoiceEdit(BaseModel):
+    """The owner's rename of a voice: a speaker's name, by the same rules."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[
+        SpeakerName, AfterValidator(_validator(lambda value: None if value.strip() else "must not be blank"))
+    ]
+
+
+class VoiceMerge(BaseModel):
+    """A merge of a voice into another of the owner's."""
+
+    model_config = ConfigDict(extra="forbid")
+    into: int = Field(ge=1, le=MAX_ID)
 
 
 # A segment's corrected text reaches every document the text is read in (a cue, a txt line): one line.

@@ -11,6 +11,7 @@ from db import Store
 from db.search import Counted
 from domain.card import links
 from domain.search import MAX_COUNTED, QueryProblem, parse, said_at
+from domain.speakers import speaker_name
 
 __all__ = ["Counted", "QueryProblem", "hits"]
 
@@ -30,8 +31,8 @@ def hits(
 ) -> tuple[list[dict], Counted]:
     """One page of the owner's hits for the text `raw`, best first, and how many there are (up
     to MAX_COUNTED; past it, "at least" that many, and the page is the best of that many found).
-    `speaker` (a label or a name the owner gave) keeps that speaker's segments only.
-    QueryProblem (with a message for the person who typed it) when the text is not a query."""
+    `speaker` (a label, a name the owner gave or a matched voice's) keeps that speaker's
+    segments only. QueryProblem (with a message for the person who typed it) when the text is not a query."""
     asked = parse(raw)
     rows, counted = store.search(
         owner_id,
@@ -57,4 +58,6 @@ def _hit(row: dict) -> dict:
         "at": said_at(row["snippet"], row["words"], row["start_seconds"]),
         "snippet": row["snippet"],
         "rank": round(float(row["rank"]), 6),
+        # who speaks in the hit, as shown everywhere (empty before speakers are found)
+        "speakers": [speaker_name(label, row["names"]) for label in row["speakers"] or ()],
     }

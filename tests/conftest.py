@@ -267,7 +267,8 @@ def save_turns(store: Store, claim, turns: list[dict]) -> bool:
     """The diarize step's save of `turns`, as the step saves its result."""
     from actors.diarizing import said_by
 
-    return store.save(claim, {"turns": turns}, {"said": said_by(store, claim.record_id, turns)}, next_step=None)
+    said = said_by(store, claim.record_id, turns)
+    return store.save(claim, {"turns": turns}, {"said": said, "speakers": []}, next_step=None)
 
 
 def kinds(store: Store, record_id: int) -> list[str]:

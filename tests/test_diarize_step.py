@@ -136,7 +136,7 @@ def test_a_diarize_save_that_raises_is_a_failed_attempt_at_once(store, owner, mo
     monkeypatch.setattr(store, "save", broken)
     assert run_once(store, on, Step.DIARIZE) is Outcome.FAILED
     assert card(store.card_row(record))["speakers"] | {"names": None} == {
-        "state": "pending", "reason": None, "error": None, "asked": "auto", "names": None, "attempts": 1}
+        "state": "pending", "reason": None, "error": None, "asked": "auto", "names": None, "attempts": 1, "list": []}
     assert [e["attempt"] for e in _diarize_journal(store, record, "failed")] == [1]
     monkeypatch.setattr(store, "save", saving)
     assert run_once(store, on, Step.DIARIZE) is Outcome.SAVED
@@ -357,7 +357,7 @@ def test_speakers_off_queues_nothing(store, owner, hears_word_a_second):
     service_off = _done(store, owner, TALKER, settings(diarize="off"))
     assert run_once(store, settings(diarize="auto"), Step.DIARIZE) is NO_WORK
     assert card(store.card_row(asked_off))["speakers"] | {"names": None} == {
-        "state": "off", "reason": "not_asked", "error": None, "asked": "off", "names": None}
+        "state": "off", "reason": "not_asked", "error": None, "asked": "off", "names": None, "list": []}
     assert card(store.card_row(service_off))["speakers"]["state"] == "off"
 
 

@@ -10,7 +10,7 @@ from db.accounts import DuplicateOperator, DuplicateOwner
 from domain.owners import InvalidOwnerName, check_name, state
 from domain.quotas import HOUR, MB, usage_view
 from service.runtime import open_store
-from transcriber.console import UserError, print_json
+from transcriber.console import UserError, listed_elsewhere, name_width
 
 
 def cmd_owner_add(args, settings) -> int:
@@ -68,13 +68,10 @@ def cmd_owner_list(args, settings) -> int:
         }
         for row in open_store(settings).owners()
     ]
-    if args.json:
-        print_json(rows)
-        return 0
-    if not rows:
-        print("no owners yet (create one with: transcriber owner add NAME)")
-        return 0
-    width = max(4, *(len(row["name"]) for row in rows))
+    done = listed_elsewhere(rows, args.json, "no owners yet (create one with: transcriber owner add NAME)")
+    if done is not None:
+        return done
+    width = name_width(rows)
     print(
         f"{'name':<{width}} {'state':<8} {'records':>7} {'done':>6} {'halted':>6} {'hours':>8} {'stored MB':>10}  "
         f"{'quota':<18} created"

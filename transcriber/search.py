@@ -32,6 +32,6 @@ def add_commands(sub) -> None:
     p = sub.add_parser("search", help="search an owner's transcripts, titles and topics")
     p.add_argument("--owner", required=True)
     p.add_argument("--limit", type=int, default=20, choices=range(1, MAX_LINES + 1), metavar=f"1..{MAX_LINES}")
-    p.add_argument("--speaker", help="only what this speaker said: a label (S1) or the name given to it")
+    p.add_argument("--speaker", help="only what this speaker said: a label (S1), its name or its voice's name")
     p.add_argument("query", help='words; "quotes" make a phrase; the last word matches as a prefix')
     p.set_defaults(run=cmd_search)

@@ -16,7 +16,7 @@ from fastapi_offline import FastAPIOffline
 from db import Store
 from service.config import Settings
 from service.intake import size_limit_message
-from web import admin, errors, monitoring, openai_compat, pages, records, search
+from web import admin, errors, monitoring, openai_compat, pages, records, search, voices
 from web.auth import bearer_operator, bearer_owner
 from web.body_limit import BodyLimit
 from web.gate import TokenGate
@@ -71,6 +71,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     app.include_router(monitoring.router(store, bearer_operator(store)))
     app.include_router(records.router(store, settings, owner))
     app.include_router(search.router(store, owner))
+    app.include_router(voices.router(store, owner))
     app.include_router(admin.router(store, bearer_operator(store)))
     app.include_router(openai_compat.router(store, settings, owner))
     return app

@@ -14,6 +14,7 @@ from domain.corrections import NoSuchSegment, NotDone
 from domain.errors import TranscriberError
 from domain.resume import NotHalted
 from domain.search import QueryProblem
+from domain.voices import BadMerge, NoSuchVoice, VoiceNameTaken
 from service.intake import (
     AudioTooLong,
     BadLanguage,
@@ -47,6 +48,9 @@ STATUS = {
     NotHalted: 409,
     NotDone: 409,
     NoSuchSegment: 422,
+    NoSuchVoice: 404,
+    VoiceNameTaken: 409,
+    BadMerge: 422,
 }
 
 

@@ -30,7 +30,7 @@ from fastapi.routing import APIRoute
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from audio.formats import MEDIA_TYPES, labelled_segments, render_record
+from audio.formats import MEDIA_TYPES, labelled_segments, render_record, shown_speakers
 from db import Store
 from domain.card import links, speakers
 from service.config import Settings
@@ -115,6 +115,9 @@ def openai_text_response(response_format: str, row: dict, words: bool, segments_
         body = {"task": "transcribe", "language": row.get("language") or "", "duration": duration, "text": text}
         if segments_wanted or not words:
             body["segments"] = [_segment(i, s) for i, s in enumerate(segments)]
+        shown = shown_speakers(segments, row.get("speaker_names"))
+        if shown:  # the segments and words carry labels: what each is shown as, as everywhere
+            body["speakers"] = shown
         if words:
             body["words"] = [
                 {

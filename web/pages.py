@@ -43,6 +43,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+# what the owner's page loads before owner.js (the panel needs none of them)
+OWNER_SCRIPTS = "".join(f'<script src="/ui/{name}.js"></script>' for name in ("search", "speakers", "voices"))
 FORMS = frozenset({"/session", "/session/end", "/admin/session", "/admin/session/end"})
 
 
@@ -117,7 +119,7 @@ def render(
 <script id="strings" type="application/json">{_json_for_script(s)}</script>
 <script id="page" type="application/json">{_json_for_script(page_data)}</script>
 <script src="/ui/common.js"></script>
-{"" if panel else '<script src="/ui/search.js"></script><script src="/ui/speakers.js"></script>'}
+{"" if panel else OWNER_SCRIPTS}
 <script src="/ui/{"admin" if panel else "owner"}.js"></script>
 </body>
 </html>

@@ -151,13 +151,19 @@ def _add_cards(routes: APIRouter, store: Store, owner: Callable[..., dict]) -> N
 
     @routes.patch("/records/{raw_id}")
     def edit(raw_id: str, changes: inputs.Edit, who: Owner):
-        """The owner's edit of title, summary, topics and the speakers' names ({"S1": "Alice"});
-        the pipeline never writes these."""
+        """The owner's edit of title, summary, topics and the speakers' names ({"S1": "Alice"}: the
+        speaker joins the owner's voice "Alice"), and `speakers_rejected` (["S2"]: the voice
+        matched to S2 is not its own, and is never matched to it again); the pipeline never
+        writes these."""
         if not store.edit(
             record_id(raw_id), who["id"], title=changes.title, summary=changes.summary, topics=changes.topics
         ):
             raise ApiError(404, *NOT_FOUND)
         if changes.speakers and not store.name_speakers(record_id(raw_id), who["id"], changes.speakers):
+            raise ApiError(404, *NOT_FOUND)
+        if changes.speakers_rejected and not store.reject_matches(
+            record_id(raw_id), who["id"], changes.speakers_rejected
+        ):
             raise ApiError(404, *NOT_FOUND)
         return _own_card(store, raw_id, who)
 

@@ -37,7 +37,7 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
         speaker: str | None = Query(
             default=None,
             max_length=inputs.MAX_SPEAKER_NAME,
-            description="only what this speaker said: a label (S1) or the name the owner gave it",
+            description="only what this speaker said: a label (S1), the name the owner gave it or its voice's name",
         ),
     ):
         """The caller's segments (and titles, summaries, topics) that match `q`, best first; each

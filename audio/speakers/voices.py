@@ -13,7 +13,7 @@ MATCH_SIMILARITY.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,10 +80,26 @@ def match(
 ) -> list[Match]:
     """The record's speakers matched one to one to the voices (rows of `voices`, unit length, in
     the order of `voice_ids`), best pair first, each at least `threshold` alike."""
+    return match_allowed(prints, voice_ids, voices, (), threshold)
+
+
+def match_allowed(
+    prints: dict[str, SpeakerPrint],
+    voice_ids: Sequence[int],
+    voices: np.ndarray,
+    rejected: Collection[tuple[str, int]],
+    threshold: float = MATCH_SIMILARITY,
+) -> list[Match]:
+    """`match`, never pairing a speaker with a voice `rejected` names for it ((label, voice id)
+    pairs: the owner said that speaker is not that voice)."""
     labels = [label for label, p in prints.items() if p.seconds >= MIN_MATCH_SECONDS]
     if not labels or not len(voice_ids):
         return []
     similarity = np.stack([prints[label].centroid for label in labels]) @ np.asarray(voices, np.float32).T
+    column = {int(voice_id): j for j, voice_id in enumerate(voice_ids)}
+    for label, voice_id in rejected:
+        if label in labels and int(voice_id) in column:
+            similarity[labels.index(label), column[int(voice_id)]] = -np.inf
     found: list[Match] = []
     while True:
         i, j = (int(k) for k in np.unravel_index(int(np.argmax(similarity)), similarity.shape))
@@ -93,6 +109,21 @@ def match(
         found.append(Match(labels[i], int(voice_ids[j]), round(score, 3)))
         similarity[i, :] = -np.inf
         similarity[:, j] = -np.inf
+
+
+def voice_centroids(samples: Iterable[tuple[int, bytes, float]]) -> tuple[list[int], np.ndarray]:
+    """The voices' ids and centroids (rows, unit length, in the ids' order) from their samples:
+    (voice id, packed centroid, seconds) rows, each voice's together."""
+    ids: list[int] = []
+    grouped: list[list[SpeakerPrint]] = []
+    for voice_id, packed, seconds in samples:
+        if not ids or ids[-1] != voice_id:
+            ids.append(voice_id)
+            grouped.append([])
+        grouped[-1].append(SpeakerPrint.unpacked(packed, seconds))
+    if not ids:
+        return [], np.zeros((0, DIMENSIONS), np.float32)
+    return ids, np.stack([voice_centroid(prints) for prints in grouped])
 
 
 def _window_shift(times: np.ndarray) -> float:

@@ -59,6 +59,7 @@ SELECT r.id, r.owner_id, o.name AS owner,
        r.speakers_wanted, r.speaker_names, d.record_id IS NOT NULL AS speakers_queued,
        r.turns IS NOT NULL AS speakers_found, d.halt_reason AS speakers_halt_reason,
        d.halt_error AS speakers_halt_error, d.failures AS speakers_failures,
+       speaker_list(r.id) AS speaker_list,
        coalesce(c.corrections, 0) AS corrections, coalesce(c.detached, '[]') AS detached_corrections
 FROM records r JOIN owners o ON o.id = r.owner_id
      LEFT JOIN steps s ON s.record_id = r.id AND s.stage <> 'done'

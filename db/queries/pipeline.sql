@@ -167,7 +167,12 @@ said AS MATERIALIZED (
 -- The diarize step's result: who spoke when (the turns, a field it owns), and in the same
 -- statement each segment's search row learns who speaks in it, so a search can keep one
 -- speaker's words (%(said)s holds, in the segments' order, search_rows.n from 1, each one's
--- speaker labels); the checkpoints served their purpose and go.
+-- speaker labels); the checkpoints served their purpose and go. Each speaker's print and the
+-- owner's voice it was matched to (%(speakers)s, an object per speaker: label, centroid as base64
+-- of float32, seconds, voice_id, score) replace the earlier run's, in this statement too: a match
+-- is a pipeline field. It keeps a voice's id, never its name (read when shown), so a voice renamed while the
+-- step ran is never overwritten; a voice deleted meanwhile is matched by nothing (only the
+-- owner's voices that still exist are kept, each locked against deletion until this commits).
 saved AS (
     UPDATE records r
     SET {owned},
@@ -182,6 +187,23 @@ saved AS (
     WHERE r.record_id = saved.record_id AND r.n = x.n
 ), let_go AS (
     DELETE FROM record_speaker_windows w USING saved WHERE w.record_id = saved.record_id
+), printed AS MATERIALIZED (
+    SELECT saved.record_id, p.label, decode(p.centroid, 'base64') AS centroid, p.seconds, p.voice_id, p.score
+    FROM saved, jsonb_to_recordset(%(speakers)s::jsonb)
+                AS p(label text, centroid text, seconds float8, voice_id bigint, score real)
+), matchable AS MATERIALIZED (
+    SELECT v.id FROM voices v, finished f
+    WHERE v.owner_id = f.owner_id AND v.id IN (SELECT voice_id FROM printed)
+    FOR KEY SHARE OF v
+), prints AS (
+    INSERT INTO record_speakers AS s (record_id, label, centroid, seconds, voice_id, score)
+    SELECT p.record_id, p.label, p.centroid, p.seconds, m.id, CASE WHEN m.id IS NOT NULL THEN p.score END
+    FROM printed p LEFT JOIN matchable m ON m.id = p.voice_id
+    ON CONFLICT (record_id, label) DO UPDATE
+    SET centroid = excluded.centroid, seconds = excluded.seconds, voice_id = excluded.voice_id, score = excluded.score
+), unprinted AS (
+    DELETE FROM record_speakers s USING saved
+    WHERE s.record_id = saved.record_id AND s.label NOT IN (SELECT label FROM printed)
 )
 
 -- name: record_failure

@@ -34,10 +34,11 @@ SELECT count(*) AS total FROM steps WHERE halted_at IS NOT NULL AND stage <> 'do
 -- The text, assembled at done, and once done its timed segments: the windows' (record_windows)
 -- in recording order, each window's in its own order; likewise the spans whose text the guards
 -- suppressed (record_windows.suppressed).
--- Speakers: the diarize step's turns once saved, and the owner's names for them.
+-- Speakers: the diarize step's turns once saved, the names shown for them (the owner's, else
+-- the matched voice's: shown_speaker_names) and each one's match (speaker_list).
 -- The owner's corrections (record_corrections), laid on the segments by `Store.transcript`.
-SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability, r.speaker_names,
-       r.turns,
+SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability,
+       shown_speaker_names(r.id) AS speaker_names, speaker_list(r.id) AS speaker_list, r.turns,
        CASE WHEN r.stage = 'done' THEN
            (SELECT coalesce(jsonb_agg(e.segment ORDER BY w.from_seconds, e.n), '[]')
             FROM record_windows w, jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)

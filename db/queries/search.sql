@@ -35,12 +35,14 @@ WITH parsed AS MATERIALIZED (
     FROM (SELECT string_agg('(' || search_owner_query(%(owner_id)s, config, words)::text || ')', ' | ')::tsquery
           FROM asked) AS o(q)
 ), named AS MATERIALIZED (
-    -- the labels of the owner's records whose owner gave the speaker asked for that name (any
-    -- case): a few rows, read by the owner's index, so each search row's test is an array overlap
-    SELECT r.id AS record_id, array_agg(e.key) AS labels
-    FROM records r, jsonb_each_text(r.speaker_names) AS e(key, name)
-    WHERE %(speaker)s::text IS NOT NULL AND r.owner_id = %(owner_id)s AND lower(e.name) = lower(%(speaker)s)
-    GROUP BY r.id
+    -- the labels of the owner's records whose speaker is shown with the name asked for (any
+    -- case): the owner's name for it, else its matched voice's unless rejected (speaker_labels,
+    -- the one home of that rule); a few rows, read by the owner's index, so each search row's
+    -- test is an array overlap
+    SELECT l.record_id, array_agg(l.label) AS labels
+    FROM speaker_labels l
+    WHERE %(speaker)s::text IS NOT NULL AND l.owner_id = %(owner_id)s AND lower(l.name) = lower(%(speaker)s)
+    GROUP BY l.record_id
 ), candidates AS MATERIALIZED (
     SELECT s.record_id, s.n, s.start_seconds, s.end_seconds, s.config, a.words AS asked,
            ts_rank(s.words, a.words) AS rank
@@ -55,7 +57,7 @@ WITH parsed AS MATERIALIZED (
       AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
-      -- a speaker: by label (S1), or by the name the owner gave it (named)
+      -- a speaker: by label (S1), or by the name it is shown with (named)
       AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = ANY (s.speakers) OR s.speakers && nm.labels)
     LIMIT %(candidates)s + 1
 ), page AS (
@@ -68,7 +70,7 @@ SELECT (SELECT count(*) FROM candidates) AS total,
        c.title, c.stage,
        ts_headline(p.config, search_normal(s.body), p.asked,
                    'StartSel=<mark>, StopSel=</mark>, MaxWords=30, MinWords=12, ShortWord=2') AS snippet,
-       said.words
+       said.words, s.speakers, CASE WHEN cardinality(s.speakers) > 0 THEN shown_speaker_names(p.record_id) END AS names
 FROM (SELECT 1) one
 LEFT JOIN page p ON true
 LEFT JOIN search_rows s ON s.record_id = p.record_id AND s.n = p.n

@@ -41,7 +41,8 @@ function recordsView(root) {
     el("label", { for: "file-picker", class: "button" }, t("choose_files")),
     picker, uploads);
   const problem = el("p", { class: "error", id: "problem", role: "alert" });
-  replace(root, searchView(), zone, el("section", { class: "card" }, el("h1", {}, t("records")), problem, table, pager));
+  replace(root, searchView(), zone, el("section", { class: "card" }, el("h1", {}, t("records")), problem, table, pager),
+          voicesView());
 
   picker.addEventListener("change", () => { queue([...picker.files]); picker.value = ""; });
   for (const name of ["dragenter", "dragover"]) {
@@ -193,8 +194,9 @@ function recordView(root, id) {
     el("section", { class: "card" }, remove, " ", deleteStatus));
 
   let loaded = false, filled = false, gone = false, correcting = false;
-  // the labels the transcript carries, the owner's names for them, where finding them stands
-  let labels = [], names = {}, speakersState = null;
+  // the labels the transcript carries, the names shown for them, the owner's own names, each
+  // speaker as the card lists it (its voice match), where finding them stands
+  let labels = [], names = {}, given = {}, listed = [], speakersState = null;
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -207,28 +209,38 @@ function recordView(root, id) {
 
   speakersForm.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const given = {};
-    for (const input of speakerFields.querySelectorAll("input")) given[input.name] = input.value.trim();
-    const answer = await api("PATCH", `/records/${id}`, { speakers: given });
-    replace(speakersSaved, answer.ok ? t("saved") : t("save_failed", { reason: reasonOf(answer) }));
-    if (answer.ok) { show(answer.data); nameSpeakers(answer.data.speakers.names); }
+    const typed = {};
+    for (const input of speakerFields.querySelectorAll("input")) typed[input.name] = input.value.trim();
+    await decide({ speakers: typed });
   });
 
-  // Every label on the page under the owner's current names (no reload: the chips are renamed).
-  function nameSpeakers(given) {
-    names = given || {};
+  // the owner's names, a match confirmed or rejected: saved, then every label shown anew
+  async function decide(change) {
+    const answer = await api("PATCH", `/records/${id}`, change);
+    replace(speakersSaved, answer.ok ? t("saved") : t("save_failed", { reason: reasonOf(answer) }));
+    if (answer.ok) { show(answer.data); nameSpeakers(answer.data); showSpeakerForm(); }
+  }
+
+  // Every label on the page under the names shown now (no reload: the chips are renamed).
+  function nameSpeakers(card) {
+    names = shownSpeakerNames(card);
+    given = (card.speakers && card.speakers.names) || {};
+    const before = JSON.stringify(listed);
+    listed = (card.speakers && card.speakers.list) || [];
     for (const chip of transcript.querySelectorAll(".speaker[data-speaker]")) {
       const shown = speakerName(chip.dataset.speaker, names);
       if (chip.textContent !== shown) chip.textContent = shown;
     }
+    return before !== JSON.stringify(listed);
   }
 
   function showSpeakerForm() {
     speakersCard.classList.toggle("hidden", labels.length === 0);
     replace(speakerFields, labels.map((label) => el("div", { class: "speaker-field" },
       el("label", { for: "speaker-name-" + label }, speakerChip(label, {})),
-      el("input", { id: "speaker-name-" + label, name: label, maxlength: "100", value: names[label] || "",
-                    placeholder: speakerName(label, {}) }))));
+      el("input", { id: "speaker-name-" + label, name: label, maxlength: "100", value: given[label] || "",
+                    placeholder: speakerName(label, names) }),
+      voiceMatch(listed.find((speaker) => speaker.label === label), decide))));
   }
 
   remove.addEventListener("click", async () => {
@@ -360,7 +372,8 @@ function recordView(root, id) {
     }
     if (!answer.ok) return;
     const speakers = answer.data.speakers || {};
-    nameSpeakers(speakers.names);
+    // a match that changed (found, renamed, rejected) redraws the form; fields being typed in do not
+    if (nameSpeakers(answer.data) && loaded && !speakerFields.contains(document.activeElement)) showSpeakerForm();
     // the text first, then again once speakers are found (the diarize step finishes after done)
     if (answer.data.stage === "done" && (!loaded || speakers.state !== speakersState)) await showTranscript();
     speakersState = speakers.state;
