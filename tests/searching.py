@@ -8,11 +8,12 @@ from domain.stages import Step
 
 def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], *, language: str = "en",
                 title: str = "", windows: int = 1, audio: bytes = b"not really audio", diarize: bool = False,
-                words: bool = False) -> int:
+                words: bool = False, passages: bool = False) -> int:
     """A record of the owner's, done, whose text is `segments` (start, end, text), saved in
     `windows` checkpoints as recognition saves them, its original `audio`; with `diarize`, queued
-    for the diarize step; with `words`, each word timed evenly across its segment. The store must
-    have no other claimable record."""
+    for the diarize step; with `words`, each word timed evenly across its segment; with `passages`,
+    its passages made and embedded as the recognize step makes them. The store must have no other
+    claimable record."""
     record_id = store.accept(owner_id, [audio], title=title, source_name="a.bin")
     end = max((segment[1] for segment in segments), default=1.0)
     claim = store.claim(Step.CONVERT, policy())
@@ -26,7 +27,12 @@ def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], 
     for index, (start, stop) in enumerate(zip(edges, edges[1:])):
         part = shaped[index * size:(index + 1) * size]
         assert checkpoint(store, claim, start, stop, part, language, 60)
-    assert save_result(store, claim, {"engine": "test"}, diarize=diarize)
+    params = None
+    if passages:
+        from service.meaning import record_passages
+
+        params = {"passages": record_passages(store, record_id, language)}
+    assert save_result(store, claim, {"engine": "test"}, diarize=diarize, params=params)
     return record_id
 
 

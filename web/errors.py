@@ -27,6 +27,7 @@ from service.intake import (
     TooLarge,
     UnsupportedAudio,
 )
+from service.search import MeaningUnavailable
 
 NOT_FOUND = ("not_found", "no such record")
 
@@ -45,6 +46,7 @@ STATUS = {
     BadLanguage: 422,
     BadPrompt: 422,
     QueryProblem: 422,
+    MeaningUnavailable: 409,
     NotHalted: 409,
     NotDone: 409,
     NoSuchSegment: 422,
