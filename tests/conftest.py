@@ -256,10 +256,11 @@ def save_result(store: Store, claim, fields: dict, diarize: bool = False) -> boo
 
 
 def checkpoint(store: Store, claim, start: float, end: float, segments: list[dict], language: str | None,
-               lease: float, language_probability: float | None = None, suppressed: list[dict] | None = None) -> bool:
-    """A recognised window saved as the recognize step saves it."""
+               lease: float, language_probability: float | None = None, suppressed: list[dict] | None = None,
+               english: list[dict] | None = None) -> bool:
+    """A recognised window saved as the recognize step saves it (`english`: its translation)."""
     kept = {"segments": segments, "language": language, "language_probability": language_probability,
-            "suppressed": suppressed or []}
+            "suppressed": suppressed or [], "english": english}
     return store.checkpoint(claim, start, end, lease, kept, {"segments": len(segments)})
 
 
