@@ -82,6 +82,12 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
     }
 
 
+def finished(c: Mapping[str, Any]) -> bool:
+    """Nothing more will come for the record of card `c`: halted, or done with its speakers
+    found, halted or not wanted (a record is done before its speakers are)."""
+    return bool(c["halt"]) or (c["stage"] == "done" and c["speakers"]["state"] != "pending")
+
+
 def speakers(row: Mapping[str, Any]) -> dict[str, Any]:
     """Where who-spoke-when stands: pending (asked for, not found yet), done, halted (the text is
     served without speakers; reason and error say why) or off (not asked for, or the service

@@ -251,10 +251,16 @@ def accept_from_command_line(store: Store, settings: Settings, path: Path, *, ow
     from its last checkpoint when run again)."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
+    return accept_recording(store, settings, path, owner_id=owner_named(store, owner), **asked)
+
+
+def owner_named(store: Store, owner: str) -> int:
+    """The id of the owner a command line names; UnknownOwner when no owner has the name."""
     found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return accept_recording(store, settings, path, owner_id=found["id"], **asked)
+    owner_id: int = found["id"]
+    return owner_id
 
 
 def _same_bytes(settings: Settings, path: Path) -> SameUpload | None:

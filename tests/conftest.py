@@ -201,6 +201,36 @@ def db(database_url):
 
 
 @pytest.fixture
+def own_server():
+    """A PostgreSQL server of this test's own, on its own socket and port, that it may restart
+    (never the shared one): its URL, and a function that restarts it."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+        from pgserver._commands import pg_ctl
+
+    directory = Path(tempfile.mkdtemp(prefix="trsv", dir="/tmp"))
+    server = pgserver.get_server(directory / "d", cleanup_mode="delete")
+
+    def restart(while_down=None):
+        """Restart the server; with `while_down`, stop it, call that, then start it again."""
+        if while_down is None:
+            pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60)
+            return
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=60)
+        try:
+            while_down()
+        finally:
+            server.ensure_postgres_running()
+
+    yield server.get_uri(), restart
+    server.cleanup()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
 def store(db) -> Store:
     return Store(db)
 

@@ -24,7 +24,7 @@ from audio.formats import render_record
 from db import Store
 from db.accounts import DuplicateOwner
 from domain.asked import TRANSLATE
-from domain.card import card
+from domain.card import card, finished
 from domain.corrections import CORRECTED, ENGLISH
 from domain.owners import check_name
 from service.config import Settings
@@ -66,7 +66,7 @@ def _describe(c: dict) -> str:
     return f"done ({duration:.1f} s of audio)"
 
 
-def _stop_on_sigterm() -> None:
+def stop_on_sigterm() -> None:
     """SIGTERM stops like Ctrl-C: the workers give their claims back and end their recognizer
     children (and their folders) before the process exits."""
 
@@ -82,12 +82,6 @@ def _still_there(row: dict[str, Any] | None, record_id: int) -> dict[str, Any]:
     if row is None:
         raise UserError(f"record {record_id} was deleted while this run transcribed it")
     return row
-
-
-def _finished(c: dict) -> bool:
-    """Nothing more will come for this record in this run: halted, or done with its speakers
-    found, halted or not wanted (a record is done before its speakers are)."""
-    return bool(c["halt"]) or (c["stage"] == "done" and c["speakers"]["state"] != "pending")
 
 
 @dataclass(frozen=True)
@@ -115,7 +109,7 @@ def transcribe(
     speakers: str | None = None,
     task: str | None = None,
 ) -> int:
-    _stop_on_sigterm()
+    stop_on_sigterm()
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
@@ -167,7 +161,7 @@ def _watch(store: Store, results: list[Result]) -> dict[int, dict[str, Any]]:
             if shown.get(record_id) != line:
                 shown[record_id] = line
                 print(f"[record {record_id}] {result.path.name}: {line}", file=sys.stderr, flush=True)
-        if all(_finished(c) for c in cards.values()):
+        if all(finished(c) for c in cards.values()):
             return cards
         time.sleep(POLL_SECONDS)
 
