@@ -6,8 +6,8 @@ owner's corrections of the text (`db.corrections`), owner and operator accounts
 (`db.accounts`), browser sessions (`db.sessions`), audio blobs (`db.blobs`), the read side
 (`db.reads`), the owner's search (`db.search`), repeated uploads (`db.uploads`), resumable
 uploads (`db.resumable`), the diarize step's reads and speaker names (`db.speakers`), the
-owner's voices (`db.voices`), and quotas and audio retention (`db.quotas`). No part builds SQL
-from user input.
+owner's voices (`db.voices`), the watched folder's files (`db.watched`), and quotas and audio
+retention (`db.quotas`). No part builds SQL from user input.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from db.sessions import SessionRows
 from db.speakers import Speakers
 from db.uploads import UploadKeys
 from db.voices import Voices
+from db.watched import WatchedFiles
 
 
 class Store(
@@ -42,6 +43,7 @@ class Store(
     SessionRows,
     Speakers,
     Voices,
+    WatchedFiles,
 ):
     def __init__(self, db: Database):
         self.db = db

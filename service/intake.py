@@ -19,7 +19,7 @@ from db import Store
 from db.quotas import QuotaExceeded
 from db.records import NewRecord
 from db.uploads import SameUpload, UploadKeyReused
-from domain.asked import Asked
+from domain.asked import TASKS, TRANSLATE, Asked
 from domain.errors import TranscriberError
 from service import inputs, runtime
 from service.config import Settings
@@ -136,18 +136,57 @@ def checked_language(settings: Settings, language: str | None) -> str | None:
     return code
 
 
+class BadTask(IntakeError, code="bad_task"):
+    """Not a task recognition knows (transcribe, translate), or a translation the configured
+    engine cannot write."""
+
+
+def checked_task(settings: Settings, task: str | None) -> str:
+    """What recognition is asked to write (`domain.asked`: transcribe, the default, or translate);
+    BadTask for another word, or for a translation asked of an engine that cannot write one
+    (only Whisper's multilingual models translate: refused here, before anything is stored,
+    rather than halted later)."""
+    from audio.models import english_only
+
+    chosen = (task or "").strip().lower() or TASKS[0]
+    if chosen not in TASKS:
+        raise BadTask(f"unknown task {task!r}: one of {', '.join(TASKS)}")
+    if chosen == TRANSLATE:
+        if settings.engine != "faster-whisper":
+            raise BadTask(
+                f"the {settings.engine} engine cannot translate; set TRANSCRIBER_ENGINE=faster-whisper "
+                "and TRANSCRIBER_WHISPER_MODEL=base for an English translation"
+            )
+        if english_only(settings.whisper_model):
+            raise BadTask(
+                f"the model {settings.whisper_model} knows English only and cannot translate; "
+                "set TRANSCRIBER_WHISPER_MODEL=base for an English translation"
+            )
+    return chosen
+
+
 def size_limit_message(settings: Settings) -> str:
     limit = settings.max_upload_bytes // (1024 * 1024)
     return f"the file is larger than the limit of {limit} MB (TRANSCRIBER_MAX_UPLOAD_MB)"
 
 
 def asked_of(
-    settings: Settings, *, language: str | None = None, prompt: str | None = None, speakers: str | int | None = None
+    settings: Settings,
+    *,
+    language: str | None = None,
+    prompt: str | None = None,
+    speakers: str | int | None = None,
+    task: str | None = None,
 ) -> Asked:
     """What an upload asks of recognition, checked: everything that changes its result, and so
     everything a repeat of its bytes must ask alike to be answered by its record
-    (`domain.asked`). Raises BadLanguage, BadPrompt or BadSpeakers."""
-    return Asked(checked_language(settings, language), checked_prompt(prompt), checked_speakers(speakers))
+    (`domain.asked`). Raises BadLanguage, BadPrompt, BadSpeakers or BadTask."""
+    return Asked(
+        checked_language(settings, language),
+        checked_prompt(prompt),
+        checked_speakers(speakers),
+        checked_task(settings, task),
+    )
 
 
 def _read(path: Path) -> Iterator[bytes]:
@@ -167,6 +206,7 @@ def accept_recording(
     language: str | None = None,
     prompt: str | None = None,
     speakers: str | int | None = None,
+    task: str | None = None,
     same: SameUpload | None = None,
     continue_unfinished: bool = False,
     upload: str | None = None,
@@ -188,7 +228,7 @@ def accept_recording(
     before saying it had stopped)."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title, inputs.one_line_problem)  # as `inputs.Title`
-    asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers)
+    asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers, task=task)
     if continue_unfinished and same is None:
         same = _same_bytes(settings, path)
     try:
@@ -205,7 +245,7 @@ def accept_recording(
     except UploadKeyReused:
         raise KeyReused(
             "this Idempotency-Key was first sent with other bytes or other parameters (language, prompt, "
-            "speakers); a new upload needs a new key"
+            "speakers, task); a new upload needs a new key"
         ) from None
     except QuotaExceeded as error:
         refused = OverQuota(f"{error}: {name}")
@@ -220,10 +260,16 @@ def accept_from_command_line(store: Store, settings: Settings, path: Path, *, ow
     from its last checkpoint when run again)."""
     if not path.is_file():
         raise IntakeError(f"no such file: {path}")
+    return accept_recording(store, settings, path, owner_id=owner_named(store, owner), **asked)
+
+
+def owner_named(store: Store, owner: str) -> int:
+    """The id of the owner a command line names; UnknownOwner when no owner has the name."""
     found = store.owner_by_name(checked_text("owner name", owner))
     if found is None:
         raise UnknownOwner(f"no owner named {owner!r} (create one with: transcriber owner add NAME)")
-    return accept_recording(store, settings, path, owner_id=found["id"], **asked)
+    owner_id: int = found["id"]
+    return owner_id
 
 
 def _same_bytes(settings: Settings, path: Path) -> SameUpload | None:

@@ -53,15 +53,17 @@ def configure_once(**options) -> None:
 class Reachability:
     """Whether this process reaches the database, as its workers found it: one warning line
     when it stops answering, one when it answers again, however many attempts fail between
-    (an idle worker tries to claim every tick)."""
+    (an idle worker tries to claim every tick). `who` keeps trying: the workers, or a watcher
+    of a folder."""
 
-    def __init__(self) -> None:
+    def __init__(self, who: str = "the workers keep") -> None:
         self._lock = threading.Lock()
         self._unreachable = False
+        self.who = who
 
     def lost(self, error: BaseException) -> None:
         if self._change(True):
-            logger.warning("database unreachable ({}); the workers keep trying", type(error).__name__)
+            logger.warning("database unreachable ({}); {} trying", type(error).__name__, self.who)
 
     def answered(self) -> None:
         if self._change(False):

@@ -201,6 +201,36 @@ def db(database_url):
 
 
 @pytest.fixture
+def own_server():
+    """A PostgreSQL server of this test's own, on its own socket and port, that it may restart
+    (never the shared one): its URL, and a function that restarts it."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+        from pgserver._commands import pg_ctl
+
+    directory = Path(tempfile.mkdtemp(prefix="trsv", dir="/tmp"))
+    server = pgserver.get_server(directory / "d", cleanup_mode="delete")
+
+    def restart(while_down=None):
+        """Restart the server; with `while_down`, stop it, call that, then start it again."""
+        if while_down is None:
+            pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60)
+            return
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=60)
+        try:
+            while_down()
+        finally:
+            server.ensure_postgres_running()
+
+    yield server.get_uri(), restart
+    server.cleanup()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
 def store(db) -> Store:
     return Store(db)
 
@@ -256,10 +286,11 @@ def save_result(store: Store, claim, fields: dict, diarize: bool = False) -> boo
 
 
 def checkpoint(store: Store, claim, start: float, end: float, segments: list[dict], language: str | None,
-               lease: float, language_probability: float | None = None, suppressed: list[dict] | None = None) -> bool:
-    """A recognised window saved as the recognize step saves it."""
+               lease: float, language_probability: float | None = None, suppressed: list[dict] | None = None,
+               english: list[dict] | None = None) -> bool:
+    """A recognised window saved as the recognize step saves it (`english`: its translation)."""
     kept = {"segments": segments, "language": language, "language_probability": language_probability,
-            "suppressed": suppressed or []}
+            "suppressed": suppressed or [], "english": english}
     return store.checkpoint(claim, start, end, lease, kept, {"segments": len(segments)})
 
 

@@ -2,8 +2,6 @@
 without waiting for a tick, and the listener surviving a lost connection and a server restart."""
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -143,27 +141,6 @@ def test_the_listener_reconnects_after_its_backend_is_terminated(store, owner, w
     wait_until(lambda: set(sent.take()) >= set(Step), 10, every=0.02)
     add_record(store, owner)
     assert wait_until(sent.take, 10, every=0.02) == [Step.CONVERT]
-
-
-@pytest.fixture
-def own_server():
-    """A PostgreSQL server of this test's own, on its own socket and port, that it may restart."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-        from pgserver._commands import pg_ctl
-
-    directory = Path(tempfile.mkdtemp(prefix="trwk", dir="/tmp"))
-    server = pgserver.get_server(directory / "d", cleanup_mode="delete")
-
-    def restart():
-        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60)
-
-    yield server.get_uri(), restart
-    server.cleanup()
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_the_listener_survives_a_server_restart(own_server):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from audio.formats import FORMATS, render_record
 from db import Store
+from domain.asked import TASKS, TRANSCRIBE
 from domain.card import card
 from domain.corrections import CORRECTED, VERSIONS
 from domain.errors import TranscriberError
@@ -28,6 +29,7 @@ def cmd_submit(args, settings) -> int:
         language=args.language,
         prompt=args.prompt,
         speakers=args.speakers,
+        task=args.task,
     )
     print(record_id)
     return 0
@@ -57,7 +59,10 @@ def cmd_events(args, settings) -> int:
 
 def cmd_text(args, settings) -> int:
     store = open_store(settings)
-    row = store.transcript(args.id, version=args.version)
+    try:
+        row = store.transcript(args.id, version=args.version)
+    except TranscriberError as error:
+        raise UserError(str(error)) from None
     if row is None:
         raise UserError(f"no record with id {args.id}")
     if row["stage"] != "done":
@@ -129,6 +134,12 @@ def add_commands(sub) -> None:
         default="auto",
         help="who spoke when: auto (when the speakers extra is installed), off, or their number",
     )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        default=TRANSCRIBE,
+        help="transcribe, or translate: an English translation beside the original text (a multilingual model)",
+    )
     p.set_defaults(run=cmd_submit)
 
     by_id = (
@@ -147,7 +158,7 @@ def add_commands(sub) -> None:
                 "--version",
                 choices=VERSIONS,
                 default=CORRECTED,
-                help="with the owner's corrections (default), or as recognised",
+                help="with the owner's corrections (default), as recognised, or english (a translated record's)",
             )
         p.set_defaults(run=run)
 

@@ -23,7 +23,9 @@ from typing import Any
 from audio.formats import render_record
 from db import Store
 from db.accounts import DuplicateOwner
-from domain.card import card
+from domain.asked import TRANSLATE
+from domain.card import card, finished
+from domain.corrections import CORRECTED, ENGLISH
 from domain.owners import check_name
 from service.config import Settings
 from service.inputs import source_name
@@ -64,7 +66,7 @@ def _describe(c: dict) -> str:
     return f"done ({duration:.1f} s of audio)"
 
 
-def _stop_on_sigterm() -> None:
+def stop_on_sigterm() -> None:
     """SIGTERM stops like Ctrl-C: the workers give their claims back and end their recognizer
     children (and their folders) before the process exits."""
 
@@ -80,12 +82,6 @@ def _still_there(row: dict[str, Any] | None, record_id: int) -> dict[str, Any]:
     if row is None:
         raise UserError(f"record {record_id} was deleted while this run transcribed it")
     return row
-
-
-def _finished(c: dict) -> bool:
-    """Nothing more will come for this record in this run: halted, or done with its speakers
-    found, halted or not wanted (a record is done before its speakers are)."""
-    return bool(c["halt"]) or (c["stage"] == "done" and c["speakers"]["state"] != "pending")
 
 
 @dataclass(frozen=True)
@@ -111,13 +107,14 @@ def transcribe(
     language: str | None = None,
     prompt: str | None = None,
     speakers: str | None = None,
+    task: str | None = None,
 ) -> int:
-    _stop_on_sigterm()
+    stop_on_sigterm()
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
     results, refused = _accept_all(
-        store, settings, paths, owner=owner, language=language, prompt=prompt, speakers=speakers
+        store, settings, paths, owner=owner, language=language, prompt=prompt, speakers=speakers, task=task
     )
     if not results:
         return 2
@@ -164,7 +161,7 @@ def _watch(store: Store, results: list[Result]) -> dict[int, dict[str, Any]]:
             if shown.get(record_id) != line:
                 shown[record_id] = line
                 print(f"[record {record_id}] {result.path.name}: {line}", file=sys.stderr, flush=True)
-        if all(_finished(c) for c in cards.values()):
+        if all(finished(c) for c in cards.values()):
             return cards
         time.sleep(POLL_SECONDS)
 
@@ -185,7 +182,9 @@ def _print_texts(
                 file=sys.stderr,
             )
             continue
-        body = render_record(fmt, _still_there(store.transcript(record_id), record_id))
+        # a translated record's English text: what the run was asked for
+        version = ENGLISH if c["task"] == TRANSLATE else CORRECTED
+        body = render_record(fmt, _still_there(store.transcript(record_id, version=version), record_id))
         if fmt == "json":
             answer = {"record": record_id, "file": result.name, "same_as": same_as, **json.loads(body)}
             print(json.dumps(answer, ensure_ascii=False))

@@ -14,7 +14,8 @@ record through the one intake, and answers its refusal if intake refuses the byt
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -82,7 +83,8 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     async def patch(upload_id: str, request: Request):
         """Bytes at `Upload-Offset` (application/offset+octet-stream), committed before the
         204; `Upload-Length` makes a deferred length known. The last byte makes the record."""
-        return await tus.answer(request, tus.patch, upload_id)
+        async with tus.writing(upload_id):
+            return await tus.answer(request, tus.patch, upload_id)
 
     @routes.delete("/uploads/{upload_id}", status_code=204, response_class=Response)
     async def terminate(upload_id: str, request: Request):
@@ -102,6 +104,19 @@ class _Tus:
     def __init__(self, store: Store, settings: Settings, owner: Callable[..., dict]):
         self.store, self.settings, self.owner = store, settings, owner
         self._writing: dict[str, anyio.Event] = {}  # uploads a request of this process writes to
+
+    @asynccontextmanager
+    async def writing(self, upload_id: str) -> AsyncIterator[None]:
+        """A request that may write to the upload, from its start (before its token's check and
+        its first byte): one still writing before it finishes first."""
+        await self._quiet(upload_id)
+        done = self._writing[upload_id] = anyio.Event()
+        try:
+            yield
+        finally:
+            if self._writing.get(upload_id) is done:
+                del self._writing[upload_id]
+            done.set()
 
     async def _quiet(self, upload_id: str) -> None:
         """Wait (a while at most) for a request of this process still writing to the upload: one
@@ -190,7 +205,6 @@ class _Tus:
         offset = _length(request.headers.get("upload-offset"), "Upload-Offset")
         if offset is None:
             raise ApiError(400, "bad_upload_offset", "a PATCH needs `Upload-Offset: <bytes>`")
-        await self._quiet(upload_id)
         row = await self._row(upload_id, who)
         if offset != row["received"]:
             raise ApiError(
@@ -237,21 +251,15 @@ class _Tus:
             raise self._past(length)
         upload_id = row["id"]
         pieces = resumable.Pieces(offset)
-        done = self._writing[upload_id] = anyio.Event()
         try:
-            try:
-                async for data in request.stream():
-                    for at, piece in pieces.feed(data):
-                        await self._piece(upload_id, who, at, piece, limit, length)
-            except ClientDisconnect:
-                pass  # what arrived is kept: the client resumes from the committed offset
-            rest = pieces.rest()
-            if rest is not None:
-                await self._piece(upload_id, who, *rest, limit, length)
-        finally:
-            if self._writing.get(upload_id) is done:
-                del self._writing[upload_id]
-            done.set()
+            async for data in request.stream():
+                for at, piece in pieces.feed(data):
+                    await self._piece(upload_id, who, at, piece, limit, length)
+        except ClientDisconnect:
+            pass  # what arrived is kept: the client resumes from the committed offset
+        rest = pieces.rest()
+        if rest is not None:
+            await self._piece(upload_id, who, *rest, limit, length)
         row = await self._row(upload_id, who)
         return await self._finished(row, who)
 

@@ -44,28 +44,6 @@ CREATE INDEX resumable_uploads_owner ON resumable_uploads (owner_id) WHERE finis
 CREATE INDEX resumable_uploads_touched ON resumable_uploads (touched_at);
 
 -- A record made of a recording whose uploader went quiet before saying it had stopped (a browser
--- tab closed mid-recording): the part that arrived, marked so on its card.
+-- tab closed mid-recording): the part that arrived, marked so on its card (the cards view's
+-- column `cut_short`, appended where the view is restated last).
 ALTER TABLE records ADD COLUMN cut_short boolean NOT NULL DEFAULT false;
-
-CREATE OR REPLACE VIEW cards AS
-SELECT r.id, r.owner_id, o.name AS owner,
-       r.title, r.summary, r.topics, r.stage, r.created_at, r.updated_at, r.duration_seconds,
-       r.source_name, r.engine, r.language, r.prompt, r.language_probability, r.audio_expired_at,
-       s.step, s.halted_at, s.halt_reason, s.halt_error, s.failures, s.retry_after, s.lease_expires_at,
-       s.lost_leases, s.progress_seconds, s.checkpoint_seconds,
-       r.speakers_wanted, r.speaker_names, d.record_id IS NOT NULL AS speakers_queued,
-       r.turns IS NOT NULL AS speakers_found, d.halt_reason AS speakers_halt_reason,
-       d.halt_error AS speakers_halt_error, d.failures AS speakers_failures,
-       speaker_list(r.id) AS speaker_list,
-       coalesce(c.corrections, 0) AS corrections, coalesce(c.detached, '[]') AS detached_corrections,
-       r.cut_short
-FROM records r JOIN owners o ON o.id = r.owner_id
-     LEFT JOIN steps s ON s.record_id = r.id AND s.stage <> 'done'
-     LEFT JOIN steps d ON d.record_id = r.id AND d.stage = 'done'
-     LEFT JOIN LATERAL (
-         SELECT count(*)::int AS corrections,
-                jsonb_agg(jsonb_build_object('segment', k.segment, 'start', k.start_seconds, 'end', k.end_seconds)
-                          ORDER BY k.start_seconds)
-                    FILTER (WHERE recognised_segment(k.record_id, k.start_seconds, k.end_seconds) IS NULL) AS detached
-         FROM record_corrections k WHERE k.record_id = r.id
-     ) c ON true;

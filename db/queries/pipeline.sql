@@ -287,11 +287,12 @@ WITH saved AS (
 SELECT record_id FROM saved;
 
 -- name: checkpoint_recognize
--- A recognised window's segments (and the spans its guards suppressed), written once; the
--- language found in it, on the record.
+-- A recognised window's segments (and the spans its guards suppressed, and its English
+-- segments if the record is translated), written once; the language found in it, on the record.
 kept AS (
-    INSERT INTO record_windows (record_id, from_seconds, to_seconds, claim_token, segments, suppressed)
-    SELECT record_id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(segments)s, %(suppressed)s FROM saved
+    INSERT INTO record_windows (record_id, from_seconds, to_seconds, claim_token, segments, suppressed, english)
+    SELECT record_id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(segments)s, %(suppressed)s, %(english)s
+    FROM saved
 ), spoken AS (
     UPDATE records r
     SET language = coalesce(%(language)s, r.language),
