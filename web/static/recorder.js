@@ -138,6 +138,11 @@ class StreamedUpload {
     const extra = { "Upload-Offset": String(this.offset), "Content-Type": "application/offset+octet-stream" };
     if (last) extra["Upload-Length"] = String(this.offset + body.size);
     const answer = await this.request(this.url, { method: "PATCH", headers: this.headers(extra), body });
+    if (answer !== null && answer.status === 413 && !last) {
+      // the service may have closed the upload already (it made the record of what had arrived)
+      await this.realign();
+      if (this.record !== null) return true;
+    }
     if (answer === null || answer.status !== 204) return this.refused(answer);
     this.acknowledged(Number(answer.headers.get("Upload-Offset")));
     if (last) this.lengthSent = true;
@@ -215,6 +220,7 @@ function recorderView(list, onRecord) {
     list.prepend(row);
     const upload = new StreamedUpload({ filename: name, title: t("recording_title", { when: began.toLocaleString(document.documentElement.lang) }) },
       (state) => show(state));
+    unsent.add(upload);
     const recording = { recorder, stream, upload, row, began, ticker: null };
     current = recording;
 
@@ -228,10 +234,16 @@ function recorderView(list, onRecord) {
         if (current === recording) stop();
       } else if (upload.record !== null) {
         if (row.dataset.state === "accepted") return;
+        // a record while still recording: the service heard nothing for its idle time (the
+        // connection was down) and made the record of what had arrived; what follows would not
+        // decode on its own, so the recording stops and says so
+        const early = current === recording;
+        if (early) stop();
         row.dataset.state = "accepted";
         row.dataset.record = String(upload.record);
         row.classList.add("accepted");
-        replace(status, el("a", { href: "/view/" + upload.record, class: "record-link" }, t("accepted")));
+        replace(status, el("a", { href: "/view/" + upload.record, class: "record-link" }, t("accepted")),
+                early ? [" · ", t("record_closed")] : null);
         onRecord(upload.record);
       } else if (current === recording) {
         replace(status, t(state === "retrying" ? "record_retrying" : "recording_for",
@@ -265,9 +277,11 @@ function recorderView(list, onRecord) {
     button.disabled = !canRecord();
   }
 
-  // leaving the page while recording would cut the recording short: the browser asks first
+  // leaving the page while recording, or before all of a recording is sent, would cut it short:
+  // the browser asks first
+  const unsent = new Set();
   window.addEventListener("beforeunload", (event) => {
-    if (current) event.preventDefault();
+    if (current || [...unsent].some((upload) => !upload.done)) event.preventDefault();
   });
 
   return el("div", { class: "recorder" }, button, hint);
