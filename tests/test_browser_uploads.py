@@ -35,8 +35,8 @@ class Serve:
 
     def start(self) -> None:
         with self.log.open("a") as out:
-            self.process = subprocess.Popen([sys.executable, "-m", "transcriber.cli", "serve", "--port", str(self.port)],
-                                            env=self.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+            command = [sys.executable, "-m", "transcriber.cli", "serve", "--port", str(self.port)]
+            self.process = subprocess.Popen(command, env=self.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         wait_serving(self.base, self.process, self.log)
 
     def kill(self) -> None:
@@ -57,11 +57,11 @@ def serve(env, tmp_path):
     server.stop()
 
 
-def test_an_upload_cut_by_a_killed_server_resumes_from_the_servers_offset(serve, store, browser, tmp_path):  # noqa: F811
+def test_an_upload_cut_by_a_killed_server_resumes_from_its_offset(serve, store, browser, tmp_path):  # noqa: F811
     """Choose a file; SIGKILL the server once half of it is committed; start the server again: the
     page asks the upload's offset (HEAD) and sends only the rest from there (no new upload, no
-    byte before the offset again: at most half the file the second time); the record appears in the list and its audio is the file, byte
-    for byte."""
+    byte before the offset again: at most half the file the second time); the record appears in
+    the list and its audio is the file, byte for byte."""
     audio = encode(tmp_path / "long-talk.wav", "wav", repeat=40)  # some 12 MB of real speech
     size = audio.stat().st_size
     serve.start()
