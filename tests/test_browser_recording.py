@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from media import speech_pcm, write_audio
-from test_browser import CHROMIUM, WAIT_MS, Watched, base_of, sync_api
+from test_browser import CHROMIUM, WAIT_MS, Watched, base_of, shots, sync_api  # noqa: F401  (fixture)
 from test_http import make_api  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
@@ -33,7 +33,7 @@ def microphone(tmp_path_factory):
         launched.close()
 
 
-def test_record_stop_and_the_text_appears(make_api, microphone):  # noqa: F811
+def test_record_stop_and_the_text_appears(make_api, microphone, shots):  # noqa: F811
     """Record, stop: the pieces went up while it ran (acknowledged before Stop), the record is
     made of them and its text appears on the record's page."""
     api = make_api()
@@ -44,6 +44,7 @@ def test_record_stop_and_the_text_appears(make_api, microphone):  # noqa: F811
     page.wait_for_selector("#records")
     page.click("#record")
     page.wait_for_function(SENT, arg=96 * 1024)  # a few seconds of speech already with the server
+    shots(page, "recording")
     page.click("#record")
     row = page.wait_for_selector(".upload.recording[data-state=accepted]", timeout=WAIT_MS)
     record = int(row.get_attribute("data-record"))

@@ -46,7 +46,7 @@ class Serve:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
+            self.process.kill()
             self.process.wait(timeout=30)
 
 
@@ -57,15 +57,9 @@ def serve(env, tmp_path):
     server.stop()
 
 
-def test_an_upload_cut_by_a_killed_server_resumes_from_its_offset(serve, store, browser, tmp_path):  # noqa: F811
-    """Choose a file; SIGKILL the server once half of it is committed; start the server again: the
-    page asks the upload's offset (HEAD) and sends only the rest from there (no new upload, no
-    byte before the offset again: at most half the file the second time); the record appears in
-    the list and its audio is the file, byte for byte."""
-    audio = encode(tmp_path / "long-talk.wav", "wav", repeat=40)  # some 12 MB of real speech
-    size = audio.stat().st_size
-    serve.start()
-    token = store.add_owner("dana")
+def _page(browser, serve: Serve, token: str):  # noqa: F811
+    """A signed-in page whose uploads Chromium throttles, and the tus requests it makes, in order:
+    (method, address, Upload-Offset sent, or answered to a HEAD; None without one)."""
     watched = Watched(browser, serve.base)
     page = watched.signed_in(token)
     page.wait_for_selector("#records")
@@ -73,45 +67,99 @@ def test_an_upload_cut_by_a_killed_server_resumes_from_its_offset(serve, store, 
     cdp.send("Network.enable")
     cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,
                                                   "uploadThroughput": UPLOAD_BYTES_PER_SECOND})
-    sent = []  # every tus request the page made, in order: (method, Upload-Offset sent or answered to HEAD)
+    sent: list[tuple[str, str, int | None]] = []
 
-    def seen(response) -> None:
+    def answered(response) -> None:
         request = response.request
         if "/uploads" in request.url:
             offset = (response if request.method == "HEAD" else request).headers.get("upload-offset")
-            sent.append((request.method, None if offset is None else int(offset)))
+            sent.append((request.method, request.url, None if offset is None else int(offset)))
 
-    page.on("response", seen)
-    page.on("requestfailed", lambda request: sent.append((request.method, int(request.headers["upload-offset"])))
-            if request.method == "PATCH" else None)
+    def failed(request) -> None:
+        if request.method == "PATCH":
+            sent.append((request.method, request.url, int(request.headers["upload-offset"])))
 
-    page.set_input_files("#file-picker", str(audio))
-    row = page.wait_for_selector(".upload[data-upload]")
-    address = row.get_attribute("data-upload")
-    headers = {"Authorization": f"Bearer {token}", "Tus-Resumable": "1.0.0"}
+    page.on("response", answered)
+    page.on("requestfailed", failed)
+    return watched, page, sent
 
-    def committed() -> int:
-        return int(httpx.head(serve.base + address, headers=headers).headers["upload-offset"])
 
-    wait_until(lambda: committed() >= size // 2, 30, what="the server to commit half of the upload")
-    serve.kill()
-    serve.start()
+def _resumed(sent: list, size: int) -> str:
+    """The one upload's address, after checking that it was resumed once from the offset the
+    server answered to HEAD, at least half of the file, with no byte before that offset again
+    (so at most half of the file went the second time)."""
+    methods = [method for method, _, _ in sent]
+    assert methods.count("POST") == 1 and "HEAD" in methods, sent  # one upload, resumed after asking
+    resumed = methods.index("HEAD")
+    address, kept = sent[resumed][1:]
+    assert size // 2 <= kept < size, sent  # what the server had committed is still there
+    patches = [offset for method, url, offset in sent[resumed:] if method == "PATCH" and url == address]
+    assert patches[0] == kept and min(patches) == kept, sent
+    assert {url for _, url, _ in sent} == {address} | {url for method, url, _ in sent if method == "POST"}, sent
+    return address
 
+
+def _record_of(serve: Serve, token: str, page, address: str, audio) -> int:
+    """The record the page shows as made of the upload; its audio is the file's bytes exactly."""
     row = page.wait_for_selector(".upload.accepted", timeout=60_000)
     record = int(row.get_attribute("data-record"))
     page.wait_for_selector(f"#record-{record}")
-    methods = [method for method, _ in sent]
-    assert methods.count("POST") == 1 and "HEAD" in methods, sent  # one upload, resumed after asking
-    resumed = methods.index("HEAD")
-    kept = sent[resumed][1]
-    assert size // 2 <= kept < size, sent  # the server kept what it had committed before the kill
-    patches = [offset for method, offset in sent[resumed:] if method == "PATCH"]
-    # from the server's offset on, nothing before it again: at most half of the file the second time
-    assert patches[0] == kept and min(patches) == kept, sent
-
-    answer = httpx.get(f"{serve.base}/records/{record}/audio", headers={"Authorization": f"Bearer {token}"})
+    owner = {"Authorization": f"Bearer {token}"}
+    answer = httpx.get(f"{serve.base}/records/{record}/audio", headers=owner)
     assert answer.status_code == 200
     assert hashlib.sha256(answer.content).hexdigest() == hashlib.sha256(audio.read_bytes()).hexdigest()
-    state = httpx.get(serve.base + address, headers=headers).json()
+    state = httpx.get(address, headers={**owner, "Tus-Resumable": "1.0.0"}).json()
+    size = audio.stat().st_size
     assert state["record"] == record and state["offset"] == state["length"] == size
+    return record
+
+
+def _committed(address: str, token: str) -> int:
+    headers = {"Authorization": f"Bearer {token}", "Tus-Resumable": "1.0.0"}
+    return int(httpx.head(address, headers=headers).headers["upload-offset"])
+
+
+def test_an_upload_cut_by_a_killed_server_resumes_from_its_offset(serve, store, browser, tmp_path):  # noqa: F811
+    """Choose a file; SIGKILL the server once half of it is committed; start the server again: the
+    page, still trying, asks the upload's offset (HEAD) and sends only the rest from there (no new
+    upload, no byte before the offset again); the record appears in the list and its audio is the
+    file, byte for byte."""
+    audio = encode(tmp_path / "long-talk.wav", "wav", repeat=40)  # some 12 MB of real speech
+    size = audio.stat().st_size
+    serve.start()
+    token = store.add_owner("dana")
+    watched, page, sent = _page(browser, serve, token)
+    page.set_input_files("#file-picker", str(audio))
+    address = serve.base + page.wait_for_selector(".upload[data-upload]").get_attribute("data-upload")
+    wait_until(lambda: _committed(address, token) >= size // 2, 30, what="the server to commit half the upload")
+    serve.kill()
+    serve.start()
+
+    _record_of(serve, token, page, address, audio)
+    assert _resumed(sent, size) == address
     watched.assert_all_local()
+    page.context.close()
+
+
+def test_the_same_file_chosen_after_a_reload_goes_on_where_it_stopped(serve, store, browser, tmp_path):  # noqa: F811
+    """Choose a file; reload the page once half of it is committed (the upload in the page ends);
+    choose the same file again: the page finds the upload it began (its address kept in the
+    browser's storage under the file's fingerprint), asks its offset and sends only the rest."""
+    audio = encode(tmp_path / "interview.wav", "wav", repeat=30)
+    size = audio.stat().st_size
+    serve.start()
+    token = store.add_owner("erin")
+    watched, page, sent = _page(browser, serve, token)
+    page.set_input_files("#file-picker", str(audio))
+    address = serve.base + page.wait_for_selector(".upload[data-upload]").get_attribute("data-upload")
+    wait_until(lambda: _committed(address, token) >= size // 2, 30, what="the server to commit half the upload")
+    page.reload()
+    page.wait_for_selector("#records")
+    assert _committed(address, token) < size
+
+    page.set_input_files("#file-picker", str(audio))
+    assert page.wait_for_selector(".upload[data-resumed=true]")
+    _record_of(serve, token, page, address, audio)
+    assert _resumed(sent, size) == address
+    watched.assert_all_local()
+    page.context.close()

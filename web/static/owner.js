@@ -5,9 +5,10 @@ const PAGE_SIZE = 20;
 // A file goes up in pieces of this size: each is kept by the service before it is acknowledged,
 // so a cut costs at most one piece.
 const UPLOAD_CHUNK_BYTES = 4 * 1024 * 1024;
-// pauses before each new try after a failed piece (no answer, 5xx, 409, 423); any progress
-// starts the count again, and when they run out the row says how to go on
-const UPLOAD_RETRY_MS = [0, 1000, 2000, 4000, 8000, 15000, 30000, 60000];
+// pauses before each new try after a failed piece (no answer, 5xx, 409, 423), some two minutes
+// in all, short first (a service restarting is back in seconds); any progress starts the count
+// again, and when they run out the row says how to go on
+const UPLOAD_RETRY_MS = [0, 1000, 1000, 2000, 2000, 5000, 10000, 15000, 30000, 60000];
 
 function titleOf(card) {
   return card.title || card.source_name || t("untitled", { id: card.id });
