@@ -163,6 +163,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TRANSCRIBER_AUDIO_RETENTION_DAYS", None, "how long the original audio of a done record is kept "
             "(its record, card and text stay); unset: as long as the record",
             Kind(_retention_days, "a number of days, fractions allowed, more than 0"), "audio_retention_days"),
+    Setting("TRANSCRIBER_UPLOAD_EXPIRY_HOURS", "24", "how long a resumable upload (`/uploads`) may go without a "
+            "request that writes to it before the sweep removes it with its bytes", number(0.001, 365 * 24),
+            "upload_expiry_hours"),
+    # a browser tab that died mid-recording never says it stopped; what it sent is kept
+    Setting("TRANSCRIBER_RECORDING_IDLE_SECONDS", "30", "how long a resumable upload of unknown length (a "
+            "recording in the page) may go without bytes before it is finished into a record of what arrived, "
+            "marked cut short", number(1, DAY), "recording_idle_seconds"),
     Setting("TRANSCRIBER_SESSION_IDLE_SECONDS", "43200", "how long a browser session may go unused before it "
             "ends: between nine tenths of it and all of it after its last request", number(1, 90 * DAY),
             "session_idle_seconds"),
@@ -204,6 +211,8 @@ class Settings:
     max_audio_seconds: float
     sync_wait_seconds: float
     audio_retention_days: float | None
+    upload_expiry_hours: float
+    recording_idle_seconds: float
     session_idle_seconds: float
     log_json: Path | None
     metrics_port: int | None
@@ -218,6 +227,10 @@ class Settings:
     @property
     def audio_retention_seconds(self) -> float | None:
         return None if self.audio_retention_days is None else self.audio_retention_days * DAY
+
+    @property
+    def upload_expiry_seconds(self) -> float:
+        return self.upload_expiry_hours * 3600
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]
