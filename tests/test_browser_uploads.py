@@ -57,31 +57,42 @@ def serve(env, tmp_path):
     server.stop()
 
 
-def _page(browser, serve: Serve, token: str):  # noqa: F811
-    """A signed-in page whose uploads Chromium throttles, and the tus requests it makes, in order:
+class HalfSent:
+    """A signed-in page (of a new owner) whose uploads Chromium throttles, once the server has
+    committed half of `audio` chosen in it; `sent` lists the tus requests the page made, in order:
     (method, address, Upload-Offset sent, or answered to a HEAD; None without one)."""
-    watched = Watched(browser, serve.base)
-    page = watched.signed_in(token)
-    page.wait_for_selector("#records")
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,
-                                                  "uploadThroughput": UPLOAD_BYTES_PER_SECOND})
-    sent: list[tuple[str, str, int | None]] = []
 
-    def answered(response) -> None:
+    def __init__(self, browser, serve: Serve, token: str, audio):
+        serve.start()
+        self.token = token
+        self.watched = Watched(browser, serve.base)
+        self.page = page = self.watched.signed_in(self.token)
+        page.wait_for_selector("#records")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,
+                                                      "uploadThroughput": UPLOAD_BYTES_PER_SECOND})
+        self.sent: list[tuple[str, str, int | None]] = []
+        page.on("response", self._answered)
+        page.on("requestfailed", self._failed)
+        page.set_input_files("#file-picker", str(audio))
+        self.address = serve.base + page.wait_for_selector(".upload[data-upload]").get_attribute("data-upload")
+        half = audio.stat().st_size // 2
+        wait_until(lambda: self.committed() >= half, 30, what="the server to commit half the upload")
+
+    def _answered(self, response) -> None:
         request = response.request
         if "/uploads" in request.url:
             offset = (response if request.method == "HEAD" else request).headers.get("upload-offset")
-            sent.append((request.method, request.url, None if offset is None else int(offset)))
+            self.sent.append((request.method, request.url, None if offset is None else int(offset)))
 
-    def failed(request) -> None:
+    def _failed(self, request) -> None:
         if request.method == "PATCH":
-            sent.append((request.method, request.url, int(request.headers["upload-offset"])))
+            self.sent.append((request.method, request.url, int(request.headers["upload-offset"])))
 
-    page.on("response", answered)
-    page.on("requestfailed", failed)
-    return watched, page, sent
+    def committed(self) -> int:
+        headers = {"Authorization": f"Bearer {self.token}", "Tus-Resumable": "1.0.0"}
+        return int(httpx.head(self.address, headers=headers).headers["upload-offset"])
 
 
 def _resumed(sent: list, size: int) -> str:
@@ -99,24 +110,20 @@ def _resumed(sent: list, size: int) -> str:
     return address
 
 
-def _record_of(serve: Serve, token: str, page, address: str, audio) -> int:
-    """The record the page shows as made of the upload; its audio is the file's bytes exactly."""
-    row = page.wait_for_selector(".upload.accepted", timeout=60_000)
+def _record_of(serve: Serve, upload: HalfSent, audio) -> None:
+    """The record the page shows as made of the upload, once: its audio is the file's bytes
+    exactly, and the upload was resumed as `_resumed` says."""
+    row = upload.page.wait_for_selector(".upload.accepted", timeout=60_000)
     record = int(row.get_attribute("data-record"))
-    page.wait_for_selector(f"#record-{record}")
-    owner = {"Authorization": f"Bearer {token}"}
+    upload.page.wait_for_selector(f"#record-{record}")
+    owner = {"Authorization": f"Bearer {upload.token}"}
     answer = httpx.get(f"{serve.base}/records/{record}/audio", headers=owner)
     assert answer.status_code == 200
     assert hashlib.sha256(answer.content).hexdigest() == hashlib.sha256(audio.read_bytes()).hexdigest()
-    state = httpx.get(address, headers={**owner, "Tus-Resumable": "1.0.0"}).json()
+    state = httpx.get(upload.address, headers={**owner, "Tus-Resumable": "1.0.0"}).json()
     size = audio.stat().st_size
     assert state["record"] == record and state["offset"] == state["length"] == size
-    return record
-
-
-def _committed(address: str, token: str) -> int:
-    headers = {"Authorization": f"Bearer {token}", "Tus-Resumable": "1.0.0"}
-    return int(httpx.head(address, headers=headers).headers["upload-offset"])
+    assert _resumed(upload.sent, size) == upload.address
 
 
 def test_an_upload_cut_by_a_killed_server_resumes_from_its_offset(serve, store, browser, tmp_path):  # noqa: F811
@@ -125,20 +132,13 @@ def test_an_upload_cut_by_a_killed_server_resumes_from_its_offset(serve, store, 
     upload, no byte before the offset again); the record appears in the list and its audio is the
     file, byte for byte."""
     audio = encode(tmp_path / "long-talk.wav", "wav", repeat=40)  # some 12 MB of real speech
-    size = audio.stat().st_size
-    serve.start()
-    token = store.add_owner("dana")
-    watched, page, sent = _page(browser, serve, token)
-    page.set_input_files("#file-picker", str(audio))
-    address = serve.base + page.wait_for_selector(".upload[data-upload]").get_attribute("data-upload")
-    wait_until(lambda: _committed(address, token) >= size // 2, 30, what="the server to commit half the upload")
+    upload = HalfSent(browser, serve, store.add_owner("dana"), audio)
     serve.kill()
     serve.start()
 
-    _record_of(serve, token, page, address, audio)
-    assert _resumed(sent, size) == address
-    watched.assert_all_local()
-    page.context.close()
+    _record_of(serve, upload, audio)
+    upload.watched.assert_all_local()
+    upload.page.context.close()
 
 
 def test_the_same_file_chosen_after_a_reload_goes_on_where_it_stopped(serve, store, browser, tmp_path):  # noqa: F811
@@ -146,20 +146,13 @@ def test_the_same_file_chosen_after_a_reload_goes_on_where_it_stopped(serve, sto
     choose the same file again: the page finds the upload it began (its address kept in the
     browser's storage under the file's fingerprint), asks its offset and sends only the rest."""
     audio = encode(tmp_path / "interview.wav", "wav", repeat=30)
-    size = audio.stat().st_size
-    serve.start()
-    token = store.add_owner("erin")
-    watched, page, sent = _page(browser, serve, token)
-    page.set_input_files("#file-picker", str(audio))
-    address = serve.base + page.wait_for_selector(".upload[data-upload]").get_attribute("data-upload")
-    wait_until(lambda: _committed(address, token) >= size // 2, 30, what="the server to commit half the upload")
-    page.reload()
-    page.wait_for_selector("#records")
-    assert _committed(address, token) < size
+    upload = HalfSent(browser, serve, store.add_owner("erin"), audio)
+    upload.page.reload()
+    upload.page.wait_for_selector("#records")
+    assert upload.committed() < audio.stat().st_size
 
-    page.set_input_files("#file-picker", str(audio))
-    assert page.wait_for_selector(".upload[data-resumed=true]")
-    _record_of(serve, token, page, address, audio)
-    assert _resumed(sent, size) == address
-    watched.assert_all_local()
-    page.context.close()
+    upload.page.set_input_files("#file-picker", str(audio))
+    assert upload.page.wait_for_selector(".upload[data-resumed=true]")
+    _record_of(serve, upload, audio)
+    upload.watched.assert_all_local()
+    upload.page.context.close()
