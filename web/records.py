@@ -20,7 +20,7 @@ from domain.card import card, links
 from domain.corrections import CORRECTED, VERSIONS
 from domain.errors import TranscriberError
 from domain.quotas import usage_view
-from service import inputs
+from service import inputs, meaning
 from service.config import Settings
 from service.intake import IntakeError
 from web.auth import enabled_owner
@@ -213,8 +213,8 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         recognised text, so a re-run never loses them. Answers the corrected text as json."""
         found = record_id(raw_id)
         try:
-            written = store.correct_segments(
-                found, who["id"], [(e.index, e.text) for e in edits.segments], by=who["name"]
+            written = meaning.correct(
+                store, found, who["id"], [(e.index, e.text) for e in edits.segments], by=who["name"]
             )
         except TranscriberError as error:
             raise refusal(error) from None
