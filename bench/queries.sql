@@ -270,3 +270,14 @@ held AS (
 ), candidate AS (
     SELECT record_id FROM held UNION ALL SELECT record_id FROM queued
 )
+
+-- name: bench_watched_fill
+-- A file of the watched folder as a watcher that transcribed it leaves it (bench/watch.py).
+INSERT INTO watched_files (owner_id, sha256, path, size_bytes, mtime_ns, state)
+VALUES (%s, %s, %s, %s, %s, 'written');
+
+-- name: bench_watched_accepted
+-- When the file at `path` was accepted (the watcher's last write to its row), in seconds since
+-- the epoch.
+SELECT extract(epoch FROM updated_at) AS at FROM watched_files
+WHERE path = %(path)s AND state IN ('accepted', 'refused');
