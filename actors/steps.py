@@ -13,9 +13,11 @@ from audio.decode import BYTES_PER_SECOND, PCM_MEDIA_TYPE, TooLong, UndecodableA
 from audio.engines import engine
 from audio.windows import end_of, start_byte, windows
 from db import Store
+from domain.asked import TRANSLATE, task_of
 from domain.claims import HaltReason, PermanentStepError
 from service import metrics
 from service.config import Settings
+from service.meaning import record_passages
 
 
 def spool_original(store: Store, blob_id: int, folder: Path, beat: Callable[[], None]) -> Path:
@@ -82,10 +84,13 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     record taken over after a crash or a resume goes on where it stood and recognises no window
     twice. The language detected in the first window holds for the rest. The owner's prompt,
     if the record has one, is given with every window (the same each time: never the previous
-    window's text, so a window's text does not depend on the ones before it).
+    window's text, so a window's text does not depend on the ones before it). A record asked
+    to translate has each window translated to English right after, saved by the same
+    checkpoint beside its original text (`record_windows.english`).
     """
     recognizer = engine(settings)
     language = language_for(record, settings)
+    translating = task_of(record.get("asked")) == TRANSLATE
     done = record["checkpoint_seconds"]
     beat(done)
     pcm = store.read_blob(record["converted_blob_id"], start_byte=start_byte(done))
@@ -97,11 +102,18 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
         language = language or result.language
         end = end_of(at, window)
         segments = [_shifted(segment, at) for segment in result.segments]
+        english = None
+        if translating:
+            # the same window again, told its language (detection on a second decoding could
+            # differ), in English; without the owner's prompt, which is in the speech's language
+            translated = recognizer.recognize(window, language, beat, task=TRANSLATE)
+            english = [_shifted(segment, at) for segment in translated.segments]
         beat.checkpoint(
             at,
             end,
             {
                 "segments": segments,
+                "english": english,
                 "language": language,
                 "language_probability": sureness,
                 "suppressed": [_shifted_span(span, at) for span in result.suppressed],
@@ -112,8 +124,9 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:
         raise RuntimeError("the converted audio is missing from storage")
-    # the save that reaches done assembles the text from the windows saved above
-    return {"engine": recognizer.name}
+    # the save that reaches done assembles the text from the windows saved above, and makes the
+    # text's passages for search by meaning from the embeddings computed here, before it
+    return {"engine": recognizer.name, "passages": record_passages(store, record["id"], language)}
 
 
 def _shifted(segment: dict, offset: float) -> dict:

@@ -114,9 +114,14 @@ class RemoteRecognizer:
         self.name = f"openai/{settings.openai_model}"
 
     def recognize(
-        self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None, prompt: str | None = None
+        self,
+        pcm: bytes,
+        language: str | None,
+        beat: Beat = lambda *a: None,
+        prompt: str | None = None,
+        task: str = "transcribe",
     ) -> Recognized:
         beat()
-        result = self.remote.recognize(pcm, language, prompt)
+        result = self.remote.recognize(pcm, language, prompt, task)
         beat()
         return result

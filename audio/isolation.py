@@ -137,12 +137,18 @@ class IsolatedEngine:
         return json.loads(line)
 
     def recognize(
-        self, pcm: bytes, language: str | None, beat: Beat = lambda *a: None, prompt: str | None = None
+        self,
+        pcm: bytes,
+        language: str | None,
+        beat: Beat = lambda *a: None,
+        prompt: str | None = None,
+        task: str = "transcribe",
     ) -> Recognized:
         child = self._running_child(beat)
         window = child.folder / "window.pcm"
         window.write_bytes(pcm)
-        request = json.dumps({"pcm": str(window), "language": language, "prompt": prompt}).encode() + b"\n"
+        asked = {"pcm": str(window), "language": language, "prompt": prompt, "task": task}
+        request = json.dumps(asked).encode() + b"\n"
         try:
             child.stdin.write(request)  # a small line: never blocks, even on a stopped child
             child.stdin.flush()

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from domain.claims import HaltReason, PermanentStepError
+
 # A step's heartbeat: an engine calls it while a window takes its time, to keep the step's claim
 # alive and to let it raise (a lost claim, a stopping worker) and so end the wait at once.
 # `beat(progress_seconds)` may name how far the step is; a bare `beat()` only says it is alive.
@@ -40,9 +42,21 @@ class Engine(Protocol):
 
     name: str
 
-    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
+    def recognize(
+        self, pcm: bytes, language: str | None, prompt: str | None = None, task: str = "transcribe"
+    ) -> Recognized:
         """Recognise one window; `language` None lets a multilingual engine detect it; `prompt`
-        (the owner's names and jargon) guides an engine that can use one, others ignore it."""
+        (the owner's names and jargon) guides an engine that can use one, others ignore it;
+        `task` "translate" writes it in English (only an engine intake lets translate gets it:
+        `service.intake.checked_task`; another refuses it with `not_translating`)."""
+
+
+def not_translating(engine: str, task: str) -> None:
+    """Refuse a task other than transcription in an engine that cannot translate: intake lets no
+    such upload in (`service.intake.checked_task`), so this is a record accepted under another
+    configuration, which no retry mends."""
+    if task != "transcribe":
+        raise PermanentStepError(HaltReason.ENGINE_REFUSED, f"the {engine} engine cannot {task}")
 
 
 def rounded_seconds(seconds: float) -> float:

@@ -3,9 +3,10 @@
 `audio.isolation.IsolatedEngine` starts one per worker thread and holds it to a deadline; this
 side only builds the engine and answers. SPEC is the JSON of `audio.engines.spec`. The process
 loads its engine once and says so with one JSON line (`{"ready": true}` or `{"error": …}`).
-Then for each request line `{"pcm": PATH, "language": CODE|null, "prompt": TEXT|null}` it recognises the window of
-PCM in that file and answers one JSON line: `{"segments": […], "language": …, "suppressed": […]}` or
-`{"error": …}`. It ends when its parent closes the pipe (or kills it).
+Then for each request line `{"pcm": PATH, "language": CODE|null, "prompt": TEXT|null, "task":
+"transcribe"|"translate"}` it recognises (or translates) the window of PCM in that file and
+answers one JSON line: `{"segments": […], "language": …, "suppressed": […]}` or `{"error": …}`.
+It ends when its parent closes the pipe (or kills it).
 
 With `--folder PATH` after SPEC, PATH is the folder its parent writes windows to: the child
 removes it when it ends. It never outlives the parent thread that started it (audio.children).
@@ -89,7 +90,12 @@ def _serve(spec: dict, check: bool) -> None:
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)
-            result = engine.recognize(Path(request["pcm"]).read_bytes(), request.get("language"), request.get("prompt"))
+            result = engine.recognize(
+                Path(request["pcm"]).read_bytes(),
+                request.get("language"),
+                request.get("prompt"),
+                request.get("task") or "transcribe",
+            )
             answer = {
                 "segments": result.segments,
                 "language": result.language,

@@ -27,7 +27,7 @@ import httpx
 from loguru import logger
 
 from audio.decode import BYTES_PER_SECOND, SAMPLE_RATE
-from audio.recognized import Recognized, rounded_seconds
+from audio.recognized import Recognized, not_translating, rounded_seconds
 from domain.claims import HaltReason, PermanentStepError
 from domain.errors import TranscriberError
 from domain.redact import redact_url
@@ -124,9 +124,13 @@ class OpenAIEngine:
     def close(self) -> None:
         self._client.close()
 
-    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
+    def recognize(
+        self, pcm: bytes, language: str | None, prompt: str | None = None, task: str = "transcribe"
+    ) -> Recognized:
         """The window's segments and words, times in seconds from its start; `language` None
-        lets the server detect it; `prompt` is sent as the API's own `prompt` field."""
+        lets the server detect it; `prompt` is sent as the API's own `prompt` field. It does
+        not translate (intake lets no translation through to it)."""
+        not_translating("openai", task)
         pcm = pcm[: len(pcm) - len(pcm) % 2]  # whole samples only
         duration = len(pcm) / BYTES_PER_SECOND
         if not pcm:

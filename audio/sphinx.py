@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from audio.decode import BYTES_PER_SECOND
-from audio.recognized import Recognized, rounded_seconds
+from audio.recognized import Recognized, not_translating, rounded_seconds
 
 Word = tuple[str, float, float]  # (word, start, end), seconds from the window's start
 
@@ -26,8 +26,11 @@ class PocketsphinxEngine:
     SEGMENT_PAUSE = 0.3  # a pause this long ends a segment
     SEGMENT_LONGEST = 8.0  # and no segment runs longer
 
-    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
-        """`prompt` is not used: pocketsphinx has no way to take one."""
+    def recognize(
+        self, pcm: bytes, language: str | None, prompt: str | None = None, task: str = "transcribe"
+    ) -> Recognized:
+        """`prompt` is not used: pocketsphinx has no way to take one. It cannot translate."""
+        not_translating(self.name, task)
         from pocketsphinx import Decoder, Endpointer  # the installed package, not this module
 
         utterance = _Utterance(Decoder(loglevel="FATAL"), self)

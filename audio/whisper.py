@@ -78,9 +78,13 @@ class WhisperEngine:
             model, device=device, compute_type=self.compute, cpu_threads=threads, download_root=download_root
         )
 
-    def recognize(self, pcm: bytes, language: str | None, prompt: str | None = None) -> Recognized:
+    def recognize(
+        self, pcm: bytes, language: str | None, prompt: str | None = None, task: str = "transcribe"
+    ) -> Recognized:
         """`prompt`, the owner's words (names, jargon), is Whisper's initial prompt for this
-        window, the same for every window of a record: never the previous window's text."""
+        window, the same for every window of a record: never the previous window's text.
+        `task` "translate" writes the window's speech in English (Whisper's own translate task,
+        a multilingual model only), under the same guards as its transcription."""
         import numpy as np
 
         audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
@@ -90,7 +94,7 @@ class WhisperEngine:
         voiced = sum(end - start for start, end in voice)
         # text longer than twice the voiced time could hold is too fast anyway: not written out
         most = _most_tokens(min(2 * voiced + 1, len(audio) / SAMPLE_RATE))
-        prompted = {"initial_prompt": prompt} if prompt else {}
+        prompted: dict[str, Any] = {"task": task, **({"initial_prompt": prompt} if prompt else {})}
         result = self._guarded(audio, language, **prompted, max_new_tokens=most)
         kept, suppressed = suppress(result.segments, voice)
         if suppressed:

@@ -125,7 +125,7 @@ def window_segments(rng: random.Random, vocabulary: list[str], start: float, sec
 
 def save_window(store: Store, claim: Claim, start: float, end: float, segments: list[dict], lease: float) -> bool:
     """A recognised window (English) saved as the recognize step saves it: its checkpoint."""
-    kept = {"segments": segments, "language": "en", "language_probability": None, "suppressed": []}
+    kept = {"segments": segments, "language": "en", "language_probability": None, "suppressed": [], "english": None}
     return store.checkpoint(claim, start, end, lease, kept, {"segments": len(segments)})
 
 

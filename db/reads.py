@@ -14,7 +14,8 @@ from psycopg.rows import DictRow
 from db.database import Database
 from db.queries import query
 from db.rows import only_row
-from domain.corrections import CORRECTED, RECOGNISED, corrected_transcript
+from domain.asked import TRANSLATE
+from domain.corrections import CORRECTED, ENGLISH, RECOGNISED, NotTranslated, corrected_transcript, text_of
 
 
 class Reads:
@@ -51,11 +52,19 @@ class Reads:
         one read of the text every reader goes through (the page, the downloads, the OpenAI-
         compatible reads, the command line). `version` CORRECTED (the default) lays the owner's
         corrections on the recognised text (`domain.corrections`; `detached` lists those no
-        segment has the times of any more); RECOGNISED is the text as the recognize step saved it."""
+        segment has the times of any more); RECOGNISED is the text as the recognize step saved it;
+        ENGLISH the English translation of a record asked to translate (NotTranslated for
+        another), which corrections do not touch."""
+        params = {"id": record_id, "owner_id": owner_id, "english": version == ENGLISH}
         with self.db.connection() as conn:
-            row = conn.execute(query("transcript"), {"id": record_id, "owner_id": owner_id}).fetchone()
+            row = conn.execute(query("transcript"), params).fetchone()
         if row is None:
             return None
+        if version == ENGLISH:
+            if row["task"] != TRANSLATE:
+                raise NotTranslated(record_id)
+            english = None if row["segments"] is None else text_of(row["segments"])
+            return {**row, "transcript": english, "language": "en", "corrections": [], "detached": []}
         if version == RECOGNISED:
             return {**row, "detached": []}
         return corrected_transcript(row)

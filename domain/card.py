@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from domain.asked import TRANSCRIBE, TRANSLATE
 from domain.speakers import speaker_name
 
 
@@ -22,6 +23,11 @@ def links(record_id: int) -> dict[str, str]:
         "vtt": f"/records/{record_id}/text?format=vtt",
         "json": f"/records/{record_id}/text?format=json",
     }
+
+
+def english_link(record_id: int) -> str:
+    """The address of a translated record's English text."""
+    return f"/records/{record_id}/text?version=english"
 
 
 def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
@@ -57,7 +63,10 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
         "language": row["language"],
         "language_probability": row.get("language_probability"),
         "prompt": row.get("prompt"),
-        "links": links(record_id),
+        # what recognition was asked to write: transcribe, or translate (the English text beside
+        # the original, at the `english` link)
+        "task": row.get("task") or TRANSCRIBE,
+        "links": {**links(record_id), **({"english": english_link(record_id)} if row.get("task") == TRANSLATE else {})},
         # claims of this step whose lease ran out with nothing written (its worker died or hung)
         "lost_leases": row.get("lost_leases") or 0,
         # the original recording: kept, or deleted by retention, and since when
@@ -70,6 +79,8 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
             "count": row.get("corrections") or 0,
             "detached": list(row.get("detached_corrections") or []),
         },
+        # made of a recording whose uploader went quiet before it stopped: the part that arrived
+        "cut_short": bool(row.get("cut_short")),
     }
 
 

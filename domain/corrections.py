@@ -17,10 +17,12 @@ from typing import Any
 
 from domain.errors import TranscriberError
 
-# the versions of a record's text: with the owner's corrections on top, or as recognised
+# the versions of a record's text: with the owner's corrections on top, as recognised, or the
+# English translation of a record asked to translate (`domain.asked`; never corrected)
 CORRECTED = "corrected"
 RECOGNISED = "recognised"
-VERSIONS = (CORRECTED, RECOGNISED)
+ENGLISH = "english"
+VERSIONS = (CORRECTED, RECOGNISED, ENGLISH)
 
 MAX_SEGMENT_TEXT = 2_000  # characters of one corrected segment: a 30 s window's text is far less
 
@@ -33,6 +35,15 @@ class NotDone(TranscriberError, code="not_done"):
         self.record_id = record_id
         self.stage = stage
         self.details = {"stage": stage}
+
+
+class NotTranslated(TranscriberError, code="not_translated"):
+    def __init__(self, record_id: int):
+        super().__init__(
+            f"record {record_id} was not asked to translate, so it has no English version; upload it "
+            "again with task=translate (a multilingual model) for one"
+        )
+        self.record_id = record_id
 
 
 class NoSuchSegment(TranscriberError, code="no_such_segment"):

@@ -19,7 +19,7 @@ from db import Store
 from db.quotas import QuotaExceeded
 from db.records import NewRecord
 from db.uploads import SameUpload, UploadKeyReused
-from domain.asked import Asked
+from domain.asked import TASKS, TRANSLATE, Asked
 from domain.errors import TranscriberError
 from service import inputs, runtime
 from service.config import Settings
@@ -136,18 +136,57 @@ def checked_language(settings: Settings, language: str | None) -> str | None:
     return code
 
 
+class BadTask(IntakeError, code="bad_task"):
+    """Not a task recognition knows (transcribe, translate), or a translation the configured
+    engine cannot write."""
+
+
+def checked_task(settings: Settings, task: str | None) -> str:
+    """What recognition is asked to write (`domain.asked`: transcribe, the default, or translate);
+    BadTask for another word, or for a translation asked of an engine that cannot write one
+    (only Whisper's multilingual models translate: refused here, before anything is stored,
+    rather than halted later)."""
+    from audio.models import english_only
+
+    chosen = (task or "").strip().lower() or TASKS[0]
+    if chosen not in TASKS:
+        raise BadTask(f"unknown task {task!r}: one of {', '.join(TASKS)}")
+    if chosen == TRANSLATE:
+        if settings.engine != "faster-whisper":
+            raise BadTask(
+                f"the {settings.engine} engine cannot translate; set TRANSCRIBER_ENGINE=faster-whisper "
+                "and TRANSCRIBER_WHISPER_MODEL=base for an English translation"
+            )
+        if english_only(settings.whisper_model):
+            raise BadTask(
+                f"the model {settings.whisper_model} knows English only and cannot translate; "
+                "set TRANSCRIBER_WHISPER_MODEL=base for an English translation"
+            )
+    return chosen
+
+
 def size_limit_message(settings: Settings) -> str:
     limit = settings.max_upload_bytes // (1024 * 1024)
     return f"the file is larger than the limit of {limit} MB (TRANSCRIBER_MAX_UPLOAD_MB)"
 
 
 def asked_of(
-    settings: Settings, *, language: str | None = None, prompt: str | None = None, speakers: str | int | None = None
+    settings: Settings,
+    *,
+    language: str | None = None,
+    prompt: str | None = None,
+    speakers: str | int | None = None,
+    task: str | None = None,
 ) -> Asked:
     """What an upload asks of recognition, checked: everything that changes its result, and so
     everything a repeat of its bytes must ask alike to be answered by its record
-    (`domain.asked`). Raises BadLanguage, BadPrompt or BadSpeakers."""
-    return Asked(checked_language(settings, language), checked_prompt(prompt), checked_speakers(speakers))
+    (`domain.asked`). Raises BadLanguage, BadPrompt, BadSpeakers or BadTask."""
+    return Asked(
+        checked_language(settings, language),
+        checked_prompt(prompt),
+        checked_speakers(speakers),
+        checked_task(settings, task),
+    )
 
 
 def _read(path: Path) -> Iterator[bytes]:
@@ -167,8 +206,11 @@ def accept_recording(
     language: str | None = None,
     prompt: str | None = None,
     speakers: str | int | None = None,
+    task: str | None = None,
     same: SameUpload | None = None,
     continue_unfinished: bool = False,
+    upload: str | None = None,
+    cut_short: bool = False,
 ) -> tuple[int, bool]:
     """The one intake: check what the upload asks for and the file at `path`, then store them as
     a new record of the owner's; the record id, and whether it is new.
@@ -178,10 +220,15 @@ def accept_recording(
     unfinished (found before the file is probed or stored again; the bytes' SHA-256 is kept with
     a new record, so that a later run finds it); either only when that upload asked alike
     (`asked_of`). Input that cannot be accepted raises an IntakeError with nothing stored; the
-    same key with other bytes, or asking for something else, is KeyReused."""
+    same key with other bytes, or asking for something else, is KeyReused.
+
+    `upload` names a resumable upload of the owner's whose bytes, already stored, `path` is a
+    copy of: once checked they become the record's as they are (`db.resumable`), and a
+    repeat of its finishing answers the record it made (`cut_short`: its uploader went quiet
+    before saying it had stopped)."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title, inputs.one_line_problem)  # as `inputs.Title`
-    asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers)
+    asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers, task=task)
     if continue_unfinished and same is None:
         same = _same_bytes(settings, path)
     try:
@@ -191,12 +238,14 @@ def accept_recording(
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
-        new = NewRecord(title or Path(name).stem, name, asked=asked, declared_seconds=declared)
+        new = NewRecord(title or Path(name).stem, name, asked=asked, declared_seconds=declared, cut_short=cut_short)
+        if upload is not None:
+            return store.finish_upload(upload, owner_id, new, same)
         return store.store_recording(owner_id, _read(path), new, expected_bytes=size, same=same)
     except UploadKeyReused:
         raise KeyReused(
             "this Idempotency-Key was first sent with other bytes or other parameters (language, prompt, "
-            "speakers); a new upload needs a new key"
+            "speakers, task); a new upload needs a new key"
         ) from None
     except QuotaExceeded as error:
         refused = OverQuota(f"{error}: {name}")

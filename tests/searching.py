@@ -3,17 +3,22 @@ checkpoint per window, then the done save), for the search tests and the search 
 from __future__ import annotations
 
 from conftest import checkpoint, policy, save_result
+from domain.asked import TRANSLATE, Asked
 from domain.stages import Step
 
 
 def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], *, language: str = "en",
                 title: str = "", windows: int = 1, audio: bytes = b"not really audio", diarize: bool = False,
-                words: bool = False) -> int:
+                words: bool = False, english: list[tuple[float, float, str]] | None = None,
+                passages: bool = False) -> int:
     """A record of the owner's, done, whose text is `segments` (start, end, text), saved in
     `windows` checkpoints as recognition saves them, its original `audio`; with `diarize`, queued
-    for the diarize step; with `words`, each word timed evenly across its segment. The store must
-    have no other claimable record."""
-    record_id = store.accept(owner_id, [audio], title=title, source_name="a.bin")
+    for the diarize step; with `words`, each word timed evenly across its segment; with `english`,
+    asked to translate, and these its English segments, each saved with the window it starts in;
+    with `passages`, its passages made and embedded as the recognize step makes them. The store
+    must have no other claimable record."""
+    asked = Asked(task=TRANSLATE) if english is not None else Asked()
+    record_id = store.accept(owner_id, [audio], title=title, source_name="a.bin", asked=asked)
     end = max((segment[1] for segment in segments), default=1.0)
     claim = store.claim(Step.CONVERT, policy())
     assert claim.record_id == record_id
@@ -25,8 +30,16 @@ def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], 
     edges = [0.0] + [shaped[i + size]["start"] for i in range(0, len(shaped) - size, size)] + [end]
     for index, (start, stop) in enumerate(zip(edges, edges[1:])):
         part = shaped[index * size:(index + 1) * size]
-        assert checkpoint(store, claim, start, stop, part, language, 60)
-    assert save_result(store, claim, {"engine": "test"}, diarize=diarize)
+        translated = None if english is None else [
+            {"start": s, "end": e, "text": t, "words": timed_words(s, e, t)}
+            for s, e, t in english if start <= s < stop or (s >= stop and index == len(edges) - 2)]
+        assert checkpoint(store, claim, start, stop, part, language, 60, english=translated)
+    params = None
+    if passages:
+        from service.meaning import record_passages
+
+        params = {"passages": record_passages(store, record_id, language)}
+    assert save_result(store, claim, {"engine": "test"}, diarize=diarize, params=params)
     return record_id
 
 

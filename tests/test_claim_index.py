@@ -75,7 +75,8 @@ def test_lease_renewals_and_checkpoints_are_hot_updates(store, owner):
                                  "progress_seconds": float(n)})
         conn.execute(checkpoint, {"id": record_id, "step": "convert", "token": claim.token, "from_seconds": 0.0,
                                   "to_seconds": 1.0, "segments": Jsonb([]), "language": None,
-                                  "language_probability": None, "suppressed": Jsonb([]), "lease_seconds": 60,
+                                  "language_probability": None, "suppressed": Jsonb([]), "english": None,
+                                  "lease_seconds": 60,
                                   "detail": Jsonb({})})
         after = conn.execute(counted).fetchone()
     assert (after["updated"] - before["updated"], after["hot"] - before["hot"]) == (6, 6)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from audio.formats import FORMATS
+from domain.asked import TASKS, TRANSCRIBE
 from service import logs
 from service.runtime import open_store
 from transcriber.console import print_json
@@ -67,6 +68,7 @@ def cmd_transcribe(args, settings) -> int:
         language=args.language,
         prompt=args.prompt,
         speakers=args.speakers,
+        task=args.task,
     )
 
 
@@ -102,6 +104,12 @@ def add_commands(sub) -> None:
         "--speakers",
         default="auto",
         help="who spoke when: auto (when the speakers extra is installed), off, or their number",
+    )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        default=TRANSCRIBE,
+        help="transcribe, or translate: an English translation beside the original text (a multilingual model)",
     )
     p.set_defaults(run=cmd_transcribe)
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from audio.formats import FORMATS, render_record
 from db import Store
+from domain.asked import TASKS, TRANSCRIBE
 from domain.card import card
 from domain.corrections import CORRECTED, VERSIONS
 from domain.errors import TranscriberError
 from domain.resume import NotHalted, UnknownRecord, resume
+from service import meaning
 from service.intake import accept_from_command_line
 from service.runtime import open_store
 from transcriber.console import UserError, print_json, record_id_argument
@@ -28,6 +30,7 @@ def cmd_submit(args, settings) -> int:
         language=args.language,
         prompt=args.prompt,
         speakers=args.speakers,
+        task=args.task,
     )
     print(record_id)
     return 0
@@ -57,7 +60,10 @@ def cmd_events(args, settings) -> int:
 
 def cmd_text(args, settings) -> int:
     store = open_store(settings)
-    row = store.transcript(args.id, version=args.version)
+    try:
+        row = store.transcript(args.id, version=args.version)
+    except TranscriberError as error:
+        raise UserError(str(error)) from None
     if row is None:
         raise UserError(f"no record with id {args.id}")
     if row["stage"] != "done":
@@ -100,7 +106,7 @@ def cmd_edit(args, settings) -> int:
         raise UserError(f"--segment/--text: {error.errors()[0]['msg']}") from None
     store = open_store(settings)
     try:
-        written = store.correct_segments(args.id, None, [(edit.index, edit.text)], by=_operator(), role="operator")
+        written = meaning.correct(store, args.id, None, [(edit.index, edit.text)], by=_operator(), role="operator")
     except TranscriberError as error:
         raise UserError(str(error)) from None
     if not written:
@@ -129,6 +135,12 @@ def add_commands(sub) -> None:
         default="auto",
         help="who spoke when: auto (when the speakers extra is installed), off, or their number",
     )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        default=TRANSCRIBE,
+        help="transcribe, or translate: an English translation beside the original text (a multilingual model)",
+    )
     p.set_defaults(run=cmd_submit)
 
     by_id = (
@@ -147,7 +159,7 @@ def add_commands(sub) -> None:
                 "--version",
                 choices=VERSIONS,
                 default=CORRECTED,
-                help="with the owner's corrections (default), or as recognised",
+                help="with the owner's corrections (default), as recognised, or english (a translated record's)",
             )
         p.set_defaults(run=run)
 

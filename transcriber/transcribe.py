@@ -23,7 +23,9 @@ from typing import Any
 from audio.formats import render_record
 from db import Store
 from db.accounts import DuplicateOwner
+from domain.asked import TRANSLATE
 from domain.card import card, finished
+from domain.corrections import CORRECTED, ENGLISH
 from domain.owners import check_name
 from service.config import Settings
 from service.inputs import source_name
@@ -105,13 +107,14 @@ def transcribe(
     language: str | None = None,
     prompt: str | None = None,
     speakers: str | None = None,
+    task: str | None = None,
 ) -> int:
     stop_on_sigterm()
     check_engine(settings)  # a model that cannot load stops here, before any file is accepted
     store = open_store(settings, max_size=20)
     _ensure_owner(store, owner)
     results, refused = _accept_all(
-        store, settings, paths, owner=owner, language=language, prompt=prompt, speakers=speakers
+        store, settings, paths, owner=owner, language=language, prompt=prompt, speakers=speakers, task=task
     )
     if not results:
         return 2
@@ -179,7 +182,9 @@ def _print_texts(
                 file=sys.stderr,
             )
             continue
-        body = render_record(fmt, _still_there(store.transcript(record_id), record_id))
+        # a translated record's English text: what the run was asked for
+        version = ENGLISH if c["task"] == TRANSLATE else CORRECTED
+        body = render_record(fmt, _still_there(store.transcript(record_id, version=version), record_id))
         if fmt == "json":
             answer = {"record": record_id, "file": result.name, "same_as": same_as, **json.loads(body)}
             print(json.dumps(answer, ensure_ascii=False))

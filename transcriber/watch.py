@@ -193,6 +193,8 @@ class Watcher:
             results.write_error(seen.path, row["error"])
         elif row["state"] == "accepted" and not os.path.exists(first):
             self.store.watched_moved(self.owner_id, seen)
+            _say(f"[record {record_id}] {seen.path}: renamed from {first}: its results go here")
+            return
         _say(f"{seen.path}: the same content as {first} (record {record_id}): not transcribed again")
 
     def write_due(self) -> None:

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from domain.corrections import NoSuchSegment, NotDone
+from domain.corrections import NoSuchSegment, NotDone, NotTranslated
 from domain.errors import TranscriberError
 from domain.resume import NotHalted
 from domain.search import QueryProblem
@@ -19,6 +19,7 @@ from service.intake import (
     AudioTooLong,
     BadLanguage,
     BadPrompt,
+    BadTask,
     EmptyFile,
     IntakeError,
     KeyReused,
@@ -27,6 +28,7 @@ from service.intake import (
     TooLarge,
     UnsupportedAudio,
 )
+from service.search import MeaningUnavailable
 
 NOT_FOUND = ("not_found", "no such record")
 
@@ -44,9 +46,12 @@ STATUS = {
     KeyReused: 422,
     BadLanguage: 422,
     BadPrompt: 422,
+    BadTask: 422,
     QueryProblem: 422,
+    MeaningUnavailable: 409,
     NotHalted: 409,
     NotDone: 409,
+    NotTranslated: 409,
     NoSuchSegment: 422,
     NoSuchVoice: 404,
     VoiceNameTaken: 409,

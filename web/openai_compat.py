@@ -17,7 +17,6 @@ again.
 """
 
 import asyncio
-import math
 import time
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -30,12 +29,14 @@ from fastapi.routing import APIRoute
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from audio.formats import MEDIA_TYPES, labelled_segments, render_record, shown_speakers
 from db import Store
+from domain.asked import TRANSCRIBE, TRANSLATE
 from domain.card import links, speakers
+from domain.corrections import CORRECTED, ENGLISH
 from service.config import Settings
-from service.intake import BadLanguage, BadPrompt, BadSpeakers, IntakeError, KeyReused
+from service.intake import BadLanguage, BadPrompt, BadSpeakers, BadTask, IntakeError, KeyReused
 from web.errors import ApiError, refusal
+from web.openai_text import openai_text_response
 from web.parsing import idempotency_key
 from web.uploads import spool_and_accept
 
@@ -43,7 +44,7 @@ RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 _TYPES = {401: "authentication_error", 403: "permission_error", 504: "timeout"}
 POLL_FIRST_SECONDS, POLL_MOST_SECONDS = 0.1, 1.0
 # the form field each refusal of a field is about; OpenAI answers a bad field with 400
-FIELD_REFUSALS = {BadLanguage: "language", BadPrompt: "prompt", BadSpeakers: "speakers"}
+FIELD_REFUSALS = {BadLanguage: "language", BadPrompt: "prompt", BadSpeakers: "speakers", BadTask: "task"}
 
 
 def openai_error(
@@ -87,54 +88,6 @@ class OpenAIRoute(APIRoute):
         return answer
 
 
-def _segment(number: int, segment: dict) -> dict:
-    """A segment as OpenAI's verbose_json gives it (fields this engine has no value for are
-    given their neutral value)."""
-    return {
-        "id": number,
-        "seek": 0,
-        "start": segment["start"],
-        "end": segment["end"],
-        "text": segment["text"],
-        "tokens": [],
-        "temperature": 0.0,
-        "avg_logprob": segment.get("avg_logprob", 0.0),
-        "compression_ratio": segment.get("compression_ratio", 1.0),
-        "no_speech_prob": segment.get("no_speech_prob", 0.0),
-        **({"speaker": segment["speaker"]} if segment.get("speaker") else {}),
-    }
-
-
-def openai_text_response(response_format: str, row: dict, words: bool, segments_wanted: bool) -> Response:
-    """The done record's text in the OpenAI response format asked for."""
-    text, segments, duration = row["transcript"] or "", labelled_segments(row), row["duration_seconds"]
-    if response_format == "json":
-        usage = {"type": "duration", "seconds": math.ceil(duration or 0)}
-        return JSONResponse({"text": text, "usage": usage})
-    if response_format == "verbose_json":
-        body = {"task": "transcribe", "language": row.get("language") or "", "duration": duration, "text": text}
-        if segments_wanted or not words:
-            body["segments"] = [_segment(i, s) for i, s in enumerate(segments)]
-        shown = shown_speakers(segments, row.get("speaker_names"))
-        if shown:  # the segments and words carry labels: what each is shown as, as everywhere
-            body["speakers"] = shown
-        if words:
-            body["words"] = [
-                {
-                    "word": w["word"].strip(),
-                    "start": w["start"],
-                    "end": w["end"],
-                    **({"speaker": w["speaker"]} if w.get("speaker") else {}),
-                }
-                for s in segments
-                for w in s.get("words") or ()
-                if w["word"].strip()
-            ]
-        return JSONResponse(body)
-    fmt = "txt" if response_format == "text" else response_format
-    return Response(render_record(fmt, row), media_type=MEDIA_TYPES[fmt])
-
-
 # What the address answers besides errors, for its OpenAPI description.
 ANSWERS: dict[int | str, dict[str, Any]] = {
     200: {"content": {"application/json": {}, "text/plain": {}, "text/vtt": {}, "application/x-subrip": {}}},
@@ -142,6 +95,10 @@ ANSWERS: dict[int | str, dict[str, Any]] = {
         "description": "not done within TRANSCRIBER_SYNC_WAIT_SECONDS; the error names the record's card, which goes on"
     },
 }
+FILE = File(..., description="the recording, any common container or codec")
+FORMAT = Form(default="json", max_length=20)
+TEMPERATURE = Form(default=None, ge=0, le=1, description="accepted and ignored")
+GRANULARITIES = Form(default=[], alias="timestamp_granularities[]")
 MODEL = Form(
     default="whisper-1",
     max_length=200,
@@ -163,28 +120,12 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     routes = APIRouter(tags=["openai-compatible"], route_class=OpenAIRoute)
     Owner = Annotated[dict, Depends(owner)]
 
-    @routes.post("/v1/audio/transcriptions", summary="Transcribe audio (OpenAI-compatible)", responses=ANSWERS)
-    async def transcriptions(
-        request: Request,
-        who: Owner,
-        file: UploadFile = File(..., description="the recording, any common container or codec"),
-        model: str = MODEL,
-        language: str | None = Form(default=None, max_length=10),
-        prompt: str | None = PROMPT,
-        response_format: str = Form(default="json", max_length=20),
-        temperature: float | None = Form(default=None, ge=0, le=1, description="accepted and ignored"),
-        granularities: list[str] = Form(default=[], alias="timestamp_granularities[]"),
-        stream: bool = Form(default=False),
-        speakers_asked: str | None = SPEAKERS,
-    ):
-        """Accept the file into the durable pipeline and answer its text once done, in
-        `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
-        `timestamp_granularities[]=word`). Waits up to TRANSCRIBER_SYNC_WAIT_SECONDS; past that
-        answers 504 naming the record's card (the record goes on)."""
-        _check_answer_asked(response_format, granularities, stream)
+    async def answer(request: Request, who: dict, file: UploadFile, asked: dict, shape: dict) -> Response:
+        """The upload accepted into the durable pipeline, and its text once done (`asked["task"]`
+        translate: the English text) in the response format `shape` asks for."""
+        _check_answer_asked(shape["response_format"], shape["granularities"], shape["stream"])
         key = idempotency_key(request)
         try:  # without a key, a retry of the same bytes asked alike waits for the first record
-            asked = {"language": language, "prompt": prompt, "speakers": speakers_asked}
             record_id, _ = await run_in_threadpool(
                 spool_and_accept,
                 store,
@@ -197,13 +138,70 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
             )
         except IntakeError as error:
             raise _intake_refusal(error) from None
-        waiting = Waiting(store, who["id"], record_id, with_speakers=speakers_asked not in (None, "", "off"))
+        waiting = Waiting(
+            store,
+            who["id"],
+            record_id,
+            with_speakers=asked["speakers"] not in (None, "", "off"),
+            version=ENGLISH if asked["task"] == TRANSLATE else CORRECTED,
+        )
         done = await waiting.until_done(request, settings.sync_wait_seconds)
         if not isinstance(done, dict):
             return done
+        granularities = shape["granularities"]
         return openai_text_response(
-            response_format, done, words="word" in granularities, segments_wanted="segment" in granularities
+            shape["response_format"],
+            done,
+            words="word" in granularities,
+            segments_wanted="segment" in granularities,
+            task=asked["task"],
         )
+
+    @routes.post("/v1/audio/transcriptions", summary="Transcribe audio (OpenAI-compatible)", responses=ANSWERS)
+    async def transcriptions(
+        request: Request,
+        who: Owner,
+        file: UploadFile = FILE,
+        model: str = MODEL,
+        language: str | None = Form(default=None, max_length=10),
+        prompt: str | None = PROMPT,
+        response_format: str = FORMAT,
+        temperature: float | None = TEMPERATURE,
+        granularities: list[str] = GRANULARITIES,
+        stream: bool = Form(default=False),
+        speakers_asked: str | None = SPEAKERS,
+    ):
+        """Accept the file into the durable pipeline and answer its text once done, in
+        `response_format` (json, text, srt, vtt, verbose_json with segments; `words` too with
+        `timestamp_granularities[]=word`). Waits up to TRANSCRIBER_SYNC_WAIT_SECONDS; past that
+        answers 504 naming the record's card (the record goes on)."""
+        asked = {"language": language, "prompt": prompt, "speakers": speakers_asked, "task": TRANSCRIBE}
+        shape = {"response_format": response_format, "granularities": granularities, "stream": stream}
+        return await answer(request, who, file, asked, shape)
+
+    @routes.post(
+        "/v1/audio/translations",
+        summary="Translate audio into English (OpenAI-compatible)",
+        responses=ANSWERS,
+    )
+    async def translations(
+        request: Request,
+        who: Owner,
+        file: UploadFile = FILE,
+        model: str = MODEL,
+        language: str | None = Form(default=None, max_length=10, description="the speech's language, if known"),
+        prompt: str | None = PROMPT,
+        response_format: str = FORMAT,
+        temperature: float | None = TEMPERATURE,
+        granularities: list[str] = GRANULARITIES,
+        speakers_asked: str | None = SPEAKERS,
+    ):
+        """As /v1/audio/transcriptions, answering the speech in English: the record is accepted
+        with task=translate (its original text is kept too). A multilingual model only: with an
+        English-only one, 400 `bad_task` naming the setting, and nothing is stored."""
+        asked = {"language": language, "prompt": prompt, "speakers": speakers_asked, "task": TRANSLATE}
+        shape = {"response_format": response_format, "granularities": granularities, "stream": False}
+        return await answer(request, who, file, asked, shape)
 
     return routes
 
@@ -241,8 +239,9 @@ def _intake_refusal(error: IntakeError) -> ApiError:
 class Waiting:
     """The wait for an accepted record's text, polled from the database with a growing pause."""
 
-    def __init__(self, store: Store, owner_id: int, record_id: int, *, with_speakers: bool):
+    def __init__(self, store: Store, owner_id: int, record_id: int, *, with_speakers: bool, version: str = CORRECTED):
         self.store, self.owner_id, self.record_id, self.with_speakers = store, owner_id, record_id, with_speakers
+        self.version = version
         addresses = links(record_id)
         self.card, self.text = addresses["self"], addresses["text"]
         self.record = {"id": record_id, "card": self.card, "text": self.text}
@@ -253,8 +252,11 @@ class Waiting:
         row = self.store.card_row(self.record_id, self.owner_id)
         if row is None or row["stage"] != "done" or (self.with_speakers and speakers(row)["state"] == "pending"):
             return row, None
-        text = self.store.transcript(self.record_id, self.owner_id)
-        return row, (None if text is None else {**text, "language": row["language"]})
+        text = self.store.transcript(self.record_id, self.owner_id, self.version)
+        if text is None:
+            return row, None
+        # the English text is in English; the original, in the language recognition used
+        return row, (text if self.version == ENGLISH else {**text, "language": row["language"]})
 
     async def until_done(self, request: Request, wait_seconds: float) -> dict | Response:
         """The done record's text row; or the answer to give instead: the record was deleted or

@@ -20,7 +20,7 @@ from domain.card import card, links
 from domain.corrections import CORRECTED, VERSIONS
 from domain.errors import TranscriberError
 from domain.quotas import usage_view
-from service import inputs
+from service import inputs, meaning
 from service.config import Settings
 from service.intake import IntakeError
 from web.auth import enabled_owner
@@ -84,14 +84,16 @@ def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Call
         language: str | None = Form(default=None, max_length=10),
         prompt: str | None = Form(default=None, max_length=MAX_PROMPT_FIELD),
         speakers: str | None = Form(default=None, max_length=10),
+        task: str | None = Form(default=None, max_length=20),
     ):
         """Accept a recording: stored whole with its record, or refused with nothing stored.
         `prompt` (at most 800 characters: names, jargon, context) is given to the recognizer
         for every window; `language` (a code, or `auto`) wins over TRANSCRIBER_LANGUAGE;
-        `speakers`: auto (the service decides), off, or the number of speakers. With an
-        `Idempotency-Key` (kept at least 24 h), a repeat with the same bytes, language, prompt
-        and speakers answers the first record (200, `Idempotent-Replayed: true`), never a second
-        one."""
+        `speakers`: auto (the service decides), off, or the number of speakers; `task`:
+        transcribe (the default) or translate (an English translation beside the original text;
+        a multilingual model only, else 422 `bad_task`). With an `Idempotency-Key` (kept at least
+        24 h), a repeat with the same bytes, language, prompt, speakers and task answers the
+        first record (200, `Idempotent-Replayed: true`), never a second one."""
         key = idempotency_key(request)
         try:
             record, new = spool_and_accept(
@@ -104,6 +106,7 @@ def _add_intake(routes: APIRouter, store: Store, settings: Settings, owner: Call
                 language=language,
                 prompt=prompt,
                 speakers=speakers,
+                task=task,
             )
         except IntakeError as error:
             raise refusal(error) from None
@@ -180,8 +183,13 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         version: str = Query(default=CORRECTED, pattern="^(" + "|".join(VERSIONS) + ")$"),
     ):
         """The text once the record is done, with the owner's corrections (`version=recognised`:
-        as the recognizer wrote it); 409 with the stage (and halt) until then."""
-        row = store.transcript(record_id(raw_id), who["id"], version)
+        as the recognizer wrote it; `version=english`: the English translation of a record
+        uploaded with task=translate, else 409 `not_translated`); 409 with the stage (and halt)
+        until then."""
+        try:
+            row = store.transcript(record_id(raw_id), who["id"], version)
+        except TranscriberError as error:
+            raise refusal(error) from None
         if row is None:
             raise ApiError(404, *NOT_FOUND)
         if row["stage"] != "done":
@@ -205,8 +213,8 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         recognised text, so a re-run never loses them. Answers the corrected text as json."""
         found = record_id(raw_id)
         try:
-            written = store.correct_segments(
-                found, who["id"], [(e.index, e.text) for e in edits.segments], by=who["name"]
+            written = meaning.correct(
+                store, found, who["id"], [(e.index, e.text) for e in edits.segments], by=who["name"]
             )
         except TranscriberError as error:
             raise refusal(error) from None

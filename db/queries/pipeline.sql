@@ -133,7 +133,10 @@ said AS MATERIALIZED (
         updated_at = now()
     FROM finished f, records old
     WHERE r.id = f.record_id AND old.id = r.id
-    RETURNING r.id AS record_id, jsonb_build_object() AS detail, old.converted_blob_id AS released_blob_id,
+    -- the text's passages for search by meaning (keep_passages), made anew by the same statement
+    RETURNING r.id AS record_id,
+              jsonb_build_object('passages', keep_passages(r.id, r.owner_id, %(passages)s::jsonb)) AS detail,
+              old.converted_blob_id AS released_blob_id,
               r.owner_id, search_config(r.language) AS config, r.title, r.summary, r.topics
 ), headed AS (
     -- the record becomes searchable by the same statement: a row for its title, summary and
@@ -179,7 +182,10 @@ saved AS (
         updated_at = now()
     FROM finished f
     WHERE r.id = f.record_id
-    RETURNING r.id AS record_id, jsonb_build_object('turns', jsonb_array_length(r.turns)) AS detail,
+    -- the passages cut again where the speaker changes (keep_passages; NULL: they stay)
+    RETURNING r.id AS record_id,
+              jsonb_build_object('turns', jsonb_array_length(r.turns),
+                                 'passages', keep_passages(r.id, r.owner_id, %(passages)s::jsonb)) AS detail,
               NULL::bigint AS released_blob_id
 ), labelled AS (
     UPDATE search_rows r SET speakers = ARRAY(SELECT jsonb_array_elements_text(x.labels))
@@ -287,11 +293,12 @@ WITH saved AS (
 SELECT record_id FROM saved;
 
 -- name: checkpoint_recognize
--- A recognised window's segments (and the spans its guards suppressed), written once; the
--- language found in it, on the record.
+-- A recognised window's segments (and the spans its guards suppressed, and its English
+-- segments if the record is translated), written once; the language found in it, on the record.
 kept AS (
-    INSERT INTO record_windows (record_id, from_seconds, to_seconds, claim_token, segments, suppressed)
-    SELECT record_id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(segments)s, %(suppressed)s FROM saved
+    INSERT INTO record_windows (record_id, from_seconds, to_seconds, claim_token, segments, suppressed, english)
+    SELECT record_id, %(from_seconds)s, %(to_seconds)s, %(token)s, %(segments)s, %(suppressed)s, %(english)s
+    FROM saved
 ), spoken AS (
     UPDATE records r
     SET language = coalesce(%(language)s, r.language),

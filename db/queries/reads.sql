@@ -37,11 +37,16 @@ SELECT count(*) AS total FROM steps WHERE halted_at IS NOT NULL AND stage <> 'do
 -- Speakers: the diarize step's turns once saved, the names shown for them (the owner's, else
 -- the matched voice's: shown_speaker_names) and each one's match (speaker_list).
 -- The owner's corrections (record_corrections), laid on the segments by `Store.transcript`.
+-- With %(english)s, the segments are the windows' English ones (record_windows.english) of a
+-- record asked to translate (`task`).
 SELECT r.stage, r.transcript, r.duration_seconds, r.language, r.language_probability,
        shown_speaker_names(r.id) AS speaker_names, speaker_list(r.id) AS speaker_list, r.turns,
+       coalesce(r.asked->>'task', 'transcribe') AS task,
        CASE WHEN r.stage = 'done' THEN
            (SELECT coalesce(jsonb_agg(e.segment ORDER BY w.from_seconds, e.n), '[]')
-            FROM record_windows w, jsonb_array_elements(w.segments) WITH ORDINALITY AS e(segment, n)
+            FROM record_windows w,
+                 jsonb_array_elements(CASE WHEN %(english)s THEN w.english ELSE w.segments END)
+                     WITH ORDINALITY AS e(segment, n)
             WHERE w.record_id = r.id)
        END AS segments,
        CASE WHEN r.stage = 'done' THEN

@@ -153,6 +153,18 @@ function recordView(root, id) {
   const noAudio = el("p", { class: "muted hidden", id: "no-audio" }, t("no_audio"));
   audio.addEventListener("error", () => noAudio.classList.remove("hidden"));
   const transcript = el("ol", { id: "transcript", class: "segments" });
+  // a translated record (task translate): its English text beside the original, segment times
+  // on both sides, each column headed by its language (hidden for a plain transcription)
+  const english = el("ol", { id: "english", class: "segments", lang: "en" });
+  const originalHeading = el("h3", { class: "hidden", id: "original-heading" }, t("original_text"));
+  const englishColumn = el("div", { class: "column hidden", id: "english-column" },
+    el("h3", {}, t("english_text")), english);
+  const englishDownloads = el("p", { id: "english-downloads", class: "downloads hidden" }, t("english_downloads") + ":",
+    ["txt", "srt", "vtt", "json"].map((format) => el("a", {
+      href: `/records/${id}/text?version=english` + (format === "txt" ? "" : "&format=" + format),
+      download: `record-${id}-english.${format}`, id: "english-download-" + format, class: "button" }, format)));
+  const texts = el("div", { class: "texts", id: "texts" },
+    el("div", { class: "column" }, originalHeading, transcript), englishColumn);
   // the edit mode: click a segment's text, type, save (the owner's corrections, kept apart from
   // the recognised text: PATCH /records/{id}/text)
   const correctToggle = el("button", { type: "button", id: "correct-text", class: "hidden" }, t("correct_text"));
@@ -188,7 +200,7 @@ function recordView(root, id) {
     el("section", { class: "card" }, heading, state, facts),
     el("section", { class: "card" }, el("h2", {}, t("player")), audio, noAudio),
     el("section", { class: "card" }, el("h2", {}, t("transcript")), transcriptNote, speakersNote,
-       el("p", {}, correctToggle, " ", correctStatus), correctHint, transcript, downloads),
+       el("p", {}, correctToggle, " ", correctStatus), correctHint, texts, downloads, englishDownloads),
     speakersCard,
     el("section", { class: "card" }, el("h2", {}, t("edit")), form),
     el("section", { class: "card" }, remove, " ", deleteStatus));
@@ -262,6 +274,7 @@ function recordView(root, id) {
       card.language ? fact(t("language_of_audio"), card.language_probability == null ? card.language
         : card.language + " (" + Math.round(100 * card.language_probability) + " %)") : null,
       card.prompt ? fact(t("prompt_of_record"), card.prompt) : null,
+      card.task === "translate" ? fact(t("task_of_record"), el("span", { id: "record-task" }, t("task_translate"))) : null,
       card.corrections && card.corrections.count ? fact(t("corrections"), el("span", { id: "corrections-count" },
         t("corrections_count", { count: card.corrections.count, detached: card.corrections.detached.length }))) : null);
     const note = loaded ? speakersNoteOf(card, labels.length > 0) : null;
@@ -308,15 +321,30 @@ function recordView(root, id) {
     field.focus();
   }
 
-  async function showTranscript() {
+  async function showTranscript(card) {
     const answer = await api("GET", `/records/${id}/text?format=json`);
     if (!answer.ok) return;
+    if (card.task === "translate") await showEnglish();
     const first = !loaded;
     loaded = true;
     showSegments(answer.data.segments || []);
     downloads.classList.remove("hidden");
     correctToggle.classList.remove("hidden");
     if (first) playAskedSecond(audio, transcript);  // a search hit's link: play from its second (search.js)
+  }
+
+  // The English text beside the original: read only (corrections are of the original).
+  async function showEnglish() {
+    const answer = await api("GET", `/records/${id}/text?format=json&version=english`);
+    if (!answer.ok) return;
+    texts.classList.add("side-by-side");
+    for (const shown of [originalHeading, englishColumn, englishDownloads]) shown.classList.remove("hidden");
+    replace(english, (answer.data.segments || []).map((segment) => el("li", {
+        class: "segment", "data-start": String(segment.start) },
+      el("button", { type: "button", class: "time", title: t("seek_to", { time: clock(segment.start) }),
+                     onclick: () => { audio.currentTime = segment.start; audio.play().catch(() => {}); } },
+         clock(segment.start)),
+      el("span", { class: "text" }, (segment.text || "").trim()))));
   }
 
   function showSegments(segments) {
@@ -375,7 +403,7 @@ function recordView(root, id) {
     // a match that changed (found, renamed, rejected) redraws the form; fields being typed in do not
     if (nameSpeakers(answer.data) && loaded && !speakerFields.contains(document.activeElement)) showSpeakerForm();
     // the text first, then again once speakers are found (the diarize step finishes after done)
-    if (answer.data.stage === "done" && (!loaded || speakers.state !== speakersState)) await showTranscript();
+    if (answer.data.stage === "done" && (!loaded || speakers.state !== speakersState)) await showTranscript(answer.data);
     speakersState = speakers.state;
     show(answer.data);
   });
