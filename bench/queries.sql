@@ -301,3 +301,48 @@ VALUES (%s, %s, %s, %s, %s, 'written');
 -- the epoch.
 SELECT extract(epoch FROM updated_at) AS at FROM watched_files
 WHERE path = %(path)s AND state IN ('accepted', 'refused');
+
+-- name: bench_meaning_records
+-- `per_owner` done English records for each owner whose name starts with `prefix` (their audio
+-- expired: a passage needs none); the first and last ids.
+WITH made AS (
+    INSERT INTO records (owner_id, stage, stage_entered_at, language, title, audio_expired_at)
+    SELECT o.id, 'done', now(), 'en', 'Meeting ' || n, now()
+    FROM owners o, generate_series(1, %(per_owner)s) AS n
+    WHERE starts_with(o.name, %(prefix)s)
+    RETURNING id
+)
+SELECT min(id) AS first, max(id) AS last FROM made;
+
+-- name: bench_meaning_fill
+-- `per_record` passages of 45 words for each record whose id is in [first, last], each with a
+-- random embedding (384 numbers in [-0.5, 0.5): a hard case for the graph, whose neighbours are
+-- all about as far), written as keep_passages writes them.
+INSERT INTO passages (record_id, n, owner_id, first_segment, last_segment, start_seconds, end_seconds,
+                      speaker, body, embedding)
+SELECT r.id, g.n, r.owner_id, g.n * 3 - 2, g.n * 3, (g.n - 1) * 18.0, g.n * 18.0, NULL,
+       repeat('word ', 45),
+       (SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 384 + 0 * g.n))
+FROM records r, generate_series(1, %(per_record)s) AS g(n)
+WHERE r.id BETWEEN %(first)s AND %(last)s;
+
+-- name: bench_meaning_drop_index
+DROP INDEX IF EXISTS passages_meaning;
+
+-- name: bench_meaning_index
+CREATE INDEX passages_meaning ON passages USING hnsw ((embedding::vector(384)) vector_cosine_ops);
+
+-- name: bench_meaning_build_memory
+SET maintenance_work_mem = '4GB';
+
+-- name: bench_meaning_analyze
+ANALYZE passages;
+
+-- name: bench_meaning_size
+SELECT pg_total_relation_size('passages') AS total_bytes, pg_relation_size('passages') AS heap_bytes,
+       coalesce(pg_relation_size(to_regclass('passages_meaning')), 0) AS hnsw_bytes,
+       (SELECT count(*) FROM passages) AS passages;
+
+-- name: bench_meaning_owners
+-- A sample of the owners whose name starts with `prefix`.
+SELECT id FROM owners WHERE starts_with(name, %(prefix)s) ORDER BY random() LIMIT %(count)s;
