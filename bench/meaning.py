@@ -1,6 +1,7 @@
 """Search by meaning: quality, speed and cost. Prints tables (and writes bench/results/meaning.json).
 
-    TRANSCRIBER_HOME=/tmp/bench-home .venv/bin/python -m bench.meaning [--owners 1000] [--per-owner 1000] [--heavy 100000]
+    TRANSCRIBER_HOME=/tmp/bench-home .venv/bin/python -m bench.meaning \
+        [--owners 1000] [--per-owner 1000] [--heavy 100000] [--samples 100] [--skip-speed]
 
 Needs the `meaning` extra and a server with pgvector: TRANSCRIBER_DATABASE_URL's if it has it,
 else the embedded one under TRANSCRIBER_HOME (pgserver ships pgvector 0.6.2).
@@ -221,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         show("cost", [results["cost"]])
         if not args.skip_speed:
             rows, figures = speed(store, args.owners, args.per_owner, args.heavy, args.samples)
-            hour_bytes = figures["bytes per passage (table, TOAST, keys, HNSW)"] * results["cost"]["passages per audio hour"]
+            per_passage = figures["bytes per passage (table, TOAST, keys, HNSW)"]
+            hour_bytes = per_passage * results["cost"]["passages per audio hour"]
             figures["storage per audio hour, MB"] = round(hour_bytes / 1e6, 2)
             results["speed"], results["archive"] = rows, figures
             show("speed (mode=meaning, mode=both: the service's search, wall)", rows)

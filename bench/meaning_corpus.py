@@ -14,13 +14,16 @@ from __future__ import annotations
 
 RECORDINGS: dict[str, list[str]] = {
     "librivox": [
-        "and mister john dashwood had then leisure to consider how much there might be prudently in his power to do for them",
+        "and mister john dashwood had then leisure to consider how much there might be prudently in his power "
+        "to do for them",
         "he was not an ill disposed young man",
         "unless to be rather cold hearted and rather selfish is to be ill disposed",
         "had he married a more amiable woman he might have been made still more respectable than he was",
         "he might even have been made amiable himself",
     ],
-    "librispeech": ["he began a confused complaint against the wizard who had vanished behind the curtain on the left"],
+    "librispeech": [
+        "he began a confused complaint against the wizard who had vanished behind the curtain on the left",
+    ],
     "acoustic": [
         "this is the acoustic corpus i'm talking pretty fast here there's nothing going else going on",
         "we're just you know there's some speech errors but who cares",

@@ -94,9 +94,15 @@ def test_a_quoting_question_is_found_by_both_rankings_as_one_hit(world):
     assert both[0] == (records["launch"], 6.0, ["words", "meaning"])
 
 
-def test_an_owner_never_gets_another_owners_passage_in_any_mode(world):
+@pytest.mark.parametrize("walk", [False, True], ids=["compared one by one", "HNSW walk"])
+def test_an_owner_never_gets_another_owners_passage_in_any_mode(world, monkeypatch, walk):
     """Bob's recording says the paraphrase nearly word for word; Alice never sees it, in any mode,
-    with any filter, and Bob sees only his own."""
+    with any filter, and Bob sees only his own: whether the owner's passages are compared one by
+    one or found by walking the HNSW index that holds every owner's (an owner of many)."""
+    import db.meaning
+
+    if walk:
+        monkeypatch.setattr(db.meaning, "EXACT_UP_TO", 0)
     _, _, search, _, _, records = world
     for mode in ("words", "meaning", "both"):
         for q in (PARAPHRASE, "delay the launch", FOOD):

@@ -79,9 +79,17 @@ ORDER BY (p.embedding::vector(384) <=> %(vector)s::vector(384)) + 0, p.record_id
 LIMIT %(limit)s;
 
 -- name: meaning_search_width
--- How many neighbours the HNSW walk keeps (pgvector's hnsw.ef_search, at most 1000): an owner's
--- passages are a part of everyone's, and the walk's neighbours are filtered by owner after it.
-SELECT set_config('hnsw.ef_search', %(width)s::text, true);
+-- How many neighbours the HNSW walk keeps (pgvector's hnsw.ef_search, kept for the transaction):
+-- an owner's passages are a part of everyone's and the walk's neighbours are filtered by owner
+-- after it, so it keeps twice `limit` over the owner's share of all passages (the table's
+-- estimate), at least twice `limit` and at most `width` (pgvector's most). A wider walk costs
+-- time in proportion (BENCHMARKS.md, Search by meaning).
+SELECT set_config('hnsw.ef_search',
+                  least(%(width)s, greatest(2 * %(limit)s,
+                        ceil(2.0 * %(limit)s * greatest(c.reltuples, 1) / greatest(o.n, 1))))::int::text,
+                  true) AS width
+FROM pg_class c, (SELECT count(*) AS n FROM passages WHERE owner_id = %(owner_id)s) AS o
+WHERE c.oid = 'passages'::regclass;
 
 -- name: meaning_nearest
 -- The same for an owner of many passages: the HNSW index walked (passages_meaning), its
@@ -97,7 +105,7 @@ WITH named AS MATERIALIZED (
     FROM passages p
     WHERE p.owner_id = %(owner_id)s
     ORDER BY p.embedding::vector(384) <=> %(vector)s::vector(384)
-    LIMIT %(width)s
+    LIMIT current_setting('hnsw.ef_search')::int
 )
 SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
        r.title, 1 - p.distance AS score,
