@@ -27,14 +27,19 @@ from domain.corrections import RECOGNISED
 from service.config import Settings
 
 
-def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> tuple[list[dict], dict]:
+def find_turns(
+    store: Store, record: dict, beat: Heartbeat, settings: Settings
+) -> tuple[list[dict], dict, tuple[list[int], np.ndarray]]:
     """Speaker turns of the record's original audio, streamed window by window from the last
     checkpoint on: each window's embeddings are saved under the claim as it is done, so a run
-    taken over (a crash, a stopping worker) embeds no window twice. With the turns, each
-    speaker's print (audio.speakers.voices.SpeakerPrint by label) taken from those embeddings."""
+    taken over (a crash, a stopping worker) embeds no window twice. Unless the upload fixed the
+    number of speakers, the clustering's turns are re-drawn with the owner's voices as anchors
+    (audio.speakers.voices.refine). With the turns, each speaker's print
+    (audio.speakers.voices.SpeakerPrint by label) taken from those embeddings, and the owner's
+    voices (`owner_voices`, read once the embeddings are done) to match them with."""
     from audio.speakers.diarize import speaker_turns, window_embeddings
     from audio.speakers.embed import Embeddings
-    from audio.speakers.voices import speaker_prints
+    from audio.speakers.voices import refine, speaker_prints
     from audio.windows import end_of, start_byte, windows
 
     if record["original_blob_id"] is None:
@@ -62,9 +67,13 @@ def find_turns(store: Store, record: dict, beat: Heartbeat, settings: Settings) 
             raise PermanentStepError(HaltReason.UNDECODABLE_AUDIO, str(error)) from None
     embeddings = Embeddings.joined(found)
     if not len(embeddings):  # no speech found: no speakers, and nothing to retry
-        return [], {}
+        return [], {}, ([], np.zeros((0, 0), np.float32))
+    voices = owner_voices(store, record)
     turns = speaker_turns(embeddings, speakers_asked(record))
-    return [{"start": t.start, "end": t.end, "speaker": t.speaker} for t in turns], speaker_prints(embeddings, turns)
+    if speakers_asked(record) is None:  # a count the owner fixed is kept
+        turns = refine(embeddings, turns, voices[1])
+    found_turns = [{"start": t.start, "end": t.end, "speaker": t.speaker} for t in turns]
+    return found_turns, speaker_prints(embeddings, turns), voices
 
 
 def _unpacked(row: dict):
@@ -92,27 +101,36 @@ def diarize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> 
     """The step's work: the turns found; `said`, each segment's speaker labels in the text's
     order (what its search row keeps, so a search can keep one speaker's words); and `speakers`,
     each speaker's print with the owner's voice it matches, if any (`matched_speakers`)."""
-    turns, prints = find_turns(store, record, beat, settings)
+    turns, prints, voices = find_turns(store, record, beat, settings)
     beat()
     return {
         "turns": turns,
         "said": said_by(store, record["id"], turns),
-        "speakers": matched_speakers(store, record, prints),
+        "speakers": matched_speakers(store, record, prints, voices),
     }
 
 
-def matched_speakers(store: Store, record: dict, prints: dict) -> list[dict]:
+def owner_voices(store: Store, record: dict) -> tuple[list[int], np.ndarray]:
+    """The ids and centroids of the voices of the record's owner, and only theirs: another
+    owner's recording is never compared with them."""
+    from audio.speakers.voices import voice_centroids
+
+    return voice_centroids(
+        (row["voice_id"], row["centroid"], row["seconds"]) for row in store.voice_samples(record["owner_id"])
+    )
+
+
+def matched_speakers(
+    store: Store, record: dict, prints: dict, voices: tuple[list[int], np.ndarray] | None = None
+) -> list[dict]:
     """Each speaker's print and the voice of the record's owner it matches (one to one, above
     the threshold, never a voice the owner rejected for that speaker of this record), as the
-    diarize save takes them. Only the record's owner's voices are read: another owner's
-    recording is never compared with them."""
-    from audio.speakers.voices import match_allowed, voice_centroids
+    diarize save takes them; the owner's `voices` are read unless given."""
+    from audio.speakers.voices import match_allowed
 
     if not prints:
         return []
-    voice_ids, centroids = voice_centroids(
-        (row["voice_id"], row["centroid"], row["seconds"]) for row in store.voice_samples(record["owner_id"])
-    )
+    voice_ids, centroids = voices if voices is not None else owner_voices(store, record)
     rejected = store.rejected_matches(record["id"])
     found = {m.label: m for m in match_allowed(prints, voice_ids, centroids, rejected)}
     return [

@@ -18,6 +18,13 @@ English, real human speech:
     spoken in many voice registers (whispered, falsetto, creaky, breathy, fast, slow) and with
     fillers, most of them "montreal forced aligner" (a rare word a language model will not
     expect), and one LibriSpeech utterance (61-70968-0000, CC BY 4.0).
+Speakers (bench/voices.py, `speaker_recordings()`): 13 real people from the same two
+packages, each with the recordings the package holds of them: the five above that have enough
+speech (the LibriVox reader, the card-names speaker, the MFA speaker, the "go forward" speaker,
+LibriSpeech 61) and eight more: the two speakers of MFA's multilingual IPA recordings (one of
+them American), a Swedish speaker of the NST corpus, a LibriTTS speaker (13697), a Japanese
+Common Voice speaker (CC0), and three of pocketsphinx's test speakers (the "forever" recordings,
+the VAD test's speaker, the AN4 "chan3" speaker).
 Russian: no package we found ships real Russian speech with its text, so Russian is
 SYNTHETIC: the sentences in RUSSIAN_TEXT spoken by Debian's espeak-ng (voice "ru") and, where
 installed, Festival with festvox-ru (`apt-get install espeak-ng festival festvox-ru`).
@@ -205,6 +212,40 @@ def mfa_utterances() -> list[Utterance]:
                              (root / f"tests/data/lab/{name}.lab").read_text().strip()))
     for name, text in sorted(references.items()):
         out.append(Utterance(name, "en", "registers", "mfa-speaker", where, str(root / audio[name]), text))
+    return out
+
+
+# --- speakers (bench/voices.py) --------------------------------------------------------------
+
+# speaker: (source, recordings inside the sdist's top folder), each speaker's in the order the
+# voice benchmark takes them (the first are what it enrols)
+SPEAKERS: dict[str, tuple[Source, list[str]]] = {
+    "librivox-reader": (POCKETSPHINX, [f"test/data/librivox/{name}.wav" for name in LIBRIVOX]),
+    "cards-speaker": (POCKETSPHINX, [f"test/data/cards/00{n}.wav" for n in (5, 1, 2, 3, 4)]),
+    "goforward-speaker": (POCKETSPHINX, ["test/data/goforward.raw"]),
+    "forever-speaker": (POCKETSPHINX, ["test/data/forever/input_4_16k.wav", "test/data/forever/input_2_16k.wav"]),
+    "vad-test-speaker": (POCKETSPHINX, ["test/data/vad/leak-test.wav"]),
+    "an4-chan3-speaker": (POCKETSPHINX, ["test/regression/chan3.wav"]),
+    # the speaker's plain speech: the voice registers (falsetto, whisper, creaky…), the recordings
+    # with a cold and michaelandsickmichael.wav (acoustic_corpus and cold_corpus joined) left out
+    "mfa-speaker": (MFA, [f"tests/data/wav/{name}" for name in (
+        "acoustic_corpus.wav", "mfa_long.flac", "mfa_surround.flac",
+        "mfa_words.flac", "mfa_crossword.flac", "mfa_uhum.flac", "mfa_um.flac")]),
+    "ipa-speaker": (MFA, [f"tests/data/wav/multilingual_ipa{n}.flac" for n in ("_2", "", "_3", "_4", "_5")]),
+    "ipa-us-speaker": (MFA, [f"tests/data/wav/multilingual_ipa_us{n}.flac" for n in ("", "_2", "_3", "_4", "_5")]),
+    "nst-swedish-speaker": (MFA, [f"tests/data/wav/se10x016-08071999-1334_u001600{n}.wav" for n in (2, 3, 4)]),
+    "librispeech-61": (MFA, ["tests/data/wav/61-70968-0000.flac"]),
+    "libritts-13697": (MFA, ["tests/data/wav/13697_11991_000000.opus"]),
+    "commonvoice-ja": (MFA, ["tests/data/wav/common_voice_ja_24511055.mp3"]),
+}
+
+
+def speaker_recordings() -> dict[str, list[str]]:
+    """Each speaker's recordings (paths in the cache), fetched and unpacked as needed."""
+    out = {}
+    for speaker, (source, members) in SPEAKERS.items():
+        root = unpack(source, members)
+        out[speaker] = [str(_raw_to_wav(root / m) if m.endswith(".raw") else root / m) for m in members]
     return out
 
 

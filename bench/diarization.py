@@ -65,23 +65,31 @@ def trimmed(samples: np.ndarray, threshold: float = 0.02) -> np.ndarray:
     return samples[loud[0] * frame: (loud[-1] + 1) * frame] if len(loud) else samples[:0]
 
 
-def pieces_by_speaker() -> dict[str, list[np.ndarray]]:
-    """Each speaker's speech cut at its pauses into pieces of at most PIECE_SECONDS."""
-    from bench.data import prepare
-
-    out: dict[str, list[np.ndarray]] = {name: [] for name in SPEAKERS}
-    for utterance in prepare()["en"]:
-        if utterance.speaker not in out:
-            continue
-        samples = load(utterance.path)
+def speech_pieces(paths: list[str]) -> list[np.ndarray]:
+    """The speech of the recordings at `paths`, cut at its pauses into pieces of at most
+    PIECE_SECONDS (none under 0.5 s), in order."""
+    out = []
+    for path in paths:
+        samples = load(path)
         for start, end in speech_regions(samples):
             while end - start > 0.5:
                 cut = min(end, start + PIECE_SECONDS)
                 piece = trimmed(samples[int(start * SAMPLE_RATE): int(cut * SAMPLE_RATE)])
                 if len(piece) > 0.5 * SAMPLE_RATE:
-                    out[utterance.speaker].append(piece)
+                    out.append(piece)
                 start = cut
     return out
+
+
+def pieces_by_speaker() -> dict[str, list[np.ndarray]]:
+    """Each speaker's speech cut at its pauses into pieces of at most PIECE_SECONDS."""
+    from bench.data import prepare
+
+    paths: dict[str, list[str]] = {name: [] for name in SPEAKERS}
+    for utterance in prepare()["en"]:
+        if utterance.speaker in paths:
+            paths[utterance.speaker].append(utterance.path)
+    return {name: speech_pieces(found) for name, found in paths.items()}
 
 
 def conversation_parts(pieces: dict[str, list[np.ndarray]], speakers: list[str], seconds: float, seed: int,

@@ -270,3 +270,23 @@ held AS (
 ), candidate AS (
     SELECT record_id FROM held UNION ALL SELECT record_id FROM queued
 )
+
+-- name: bench_voices_records
+-- `count` done records of the owner whose audio retention removed (voice samples only refer to
+-- them).
+INSERT INTO records (owner_id, stage, audio_expired_at)
+SELECT %(owner_id)s, 'done', now() FROM generate_series(1, %(count)s)
+RETURNING id;
+
+-- name: bench_voices_voices
+-- `count` voices of the owner, "Voice 1"…, in that order.
+INSERT INTO voices (owner_id, name)
+SELECT %(owner_id)s, 'Voice ' || n FROM generate_series(1, %(count)s) AS n ORDER BY n
+RETURNING id;
+
+-- name: bench_voices_sample
+INSERT INTO voice_samples (record_id, label, voice_id, centroid, seconds)
+VALUES (%(record_id)s, %(label)s, %(voice_id)s, %(centroid)s, %(seconds)s);
+
+-- name: bench_voices_analyze
+ANALYZE voices, voice_samples, speaker_rejections;

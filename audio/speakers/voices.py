@@ -18,13 +18,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from audio.speakers import assign
 from audio.speakers.assign import Turn
 from audio.speakers.embed import DIMENSIONS, Embeddings
 
 # The least cosine similarity between a speaker's centroid and a voice's that names the speaker
 # with the voice. Chosen by `python -m bench.voices` on its tuning set (BENCHMARKS.md names the
-# speakers of each set) for few wrong names; a miss only leaves "Speaker N", a wrong name misleads.
-MATCH_SIMILARITY = 0.6
+# speakers of each set, none of them scored): halfway between the lowest score a speaker got
+# against its own voice there (0.75) and the highest against another's (0.28), to the nearest
+# 0.05. A miss only leaves "Speaker N", a wrong name misleads; the scored set's lowest own-voice
+# score was 0.47 (a speaker enrolled from unscripted talk, heard reading single phrases).
+MATCH_SIMILARITY = 0.5
 # A speaker with less speech than this is not matched: a centroid of one or two windows is
 # mostly the words said, not the voice.
 MIN_MATCH_SECONDS = 3.0
@@ -56,10 +60,7 @@ def speaker_prints(found: Embeddings, turns: Sequence[Turn]) -> dict[str, Speake
     """Each speaker's print: the windows whose middle falls in one of its turns, averaged."""
     if not len(found) or not turns:
         return {}
-    middles = found.times.mean(axis=1)
-    starts = np.array([t.start for t in turns])
-    at = np.clip(np.searchsorted(starts, middles, side="right") - 1, 0, len(turns) - 1)
-    speakers = np.array([t.speaker for t in turns])[at]
+    speakers = _window_speakers(found.times, turns)
     shift = _window_shift(found.times)
     prints = {}
     for label in dict.fromkeys(t.speaker for t in turns):
@@ -67,6 +68,59 @@ def speaker_prints(found: Embeddings, turns: Sequence[Turn]) -> dict[str, Speake
         if mine.any():
             prints[label] = SpeakerPrint(_unit(found.vectors[mine].mean(axis=0)), float(mine.sum()) * shift)
     return prints
+
+
+def refine(
+    found: Embeddings, turns: Sequence[Turn], voices: np.ndarray, threshold: float = MATCH_SIMILARITY
+) -> list[Turn]:
+    """The clustering's turns re-drawn with the owner's voices (rows of `voices`, unit length)
+    as anchors, before they are matched: a speaker whose windows are, in parts of at least
+    MIN_MATCH_SECONDS each, at least `threshold` alike two or more different voices is split
+    into those parts (the clustering took two people for one), and speakers most alike the
+    same voice (at least `threshold`) are joined (it took one person for two, e.g. in two
+    voice registers). Windows alike no voice stay with their speaker. Without voices, or when
+    nothing changes, the turns are returned as they are; else relabelled S1, S2… in order of
+    first appearance."""
+    if not len(found) or not turns or not len(voices):
+        return list(turns)
+    voices = np.asarray(voices, np.float32)
+    names = _window_speakers(found.times, turns)
+    shift = _window_shift(found.times)
+    nearest = np.argmax(found.vectors @ voices.T, axis=1)
+    groups: list[np.ndarray] = []  # window masks, one per speaker after the split
+    for label in dict.fromkeys(names):
+        mine = names == label
+        parts = []
+        for voice in np.unique(nearest[mine]):
+            part = mine & (nearest == voice)
+            if part.sum() * shift >= MIN_MATCH_SECONDS and _alike(found.vectors[part], voices[voice]) >= threshold:
+                parts.append(part)
+        if len(parts) < 2:
+            groups.append(mine)
+            continue
+        rest = mine.copy()
+        for part in parts:
+            rest &= ~part
+        biggest = max(range(len(parts)), key=lambda i: int(parts[i].sum()))
+        parts[biggest] = parts[biggest] | rest  # what is alike no voice stays with the main part
+        groups.extend(parts)
+    joined: dict[int, np.ndarray] = {}  # by the voice a group is most alike, if any
+    kept: list[np.ndarray] = []
+    for group in groups:
+        alike = voices @ _unit(found.vectors[group].mean(axis=0))
+        best = int(np.argmax(alike))
+        if alike[best] >= threshold and group.sum() * shift >= MIN_MATCH_SECONDS:
+            if best in joined:
+                joined[best] |= group
+                continue
+            joined[best] = group
+        kept.append(group)
+    if len(kept) == len(set(names.tolist())) and all(len(np.unique(names[g])) == 1 for g in kept):
+        return list(turns)
+    labels = np.zeros(len(found), np.int64)
+    for number, group in enumerate(sorted(kept, key=lambda g: int(np.argmax(g)))):
+        labels[group] = number
+    return assign.turns(found.times, labels)
 
 
 def voice_centroid(prints: Sequence[SpeakerPrint]) -> np.ndarray:
@@ -113,17 +167,30 @@ def match_allowed(
 
 def voice_centroids(samples: Iterable[tuple[int, bytes, float]]) -> tuple[list[int], np.ndarray]:
     """The voices' ids and centroids (rows, unit length, in the ids' order) from their samples:
-    (voice id, packed centroid, seconds) rows, each voice's together."""
-    ids: list[int] = []
-    grouped: list[list[SpeakerPrint]] = []
-    for voice_id, packed, seconds in samples:
-        if not ids or ids[-1] != voice_id:
-            ids.append(voice_id)
-            grouped.append([])
-        grouped[-1].append(SpeakerPrint.unpacked(packed, seconds))
-    if not ids:
+    (voice id, packed centroid, seconds) rows, each voice's together. What `voice_centroid` does
+    for one voice, for all at once (an owner with hundreds of voices is matched on every run)."""
+    rows = list(samples)
+    if not rows:
         return [], np.zeros((0, DIMENSIONS), np.float32)
-    return ids, np.stack([voice_centroid(prints) for prints in grouped])
+    owners = np.array([row[0] for row in rows], np.int64)
+    vectors = np.frombuffer(b"".join(row[1] for row in rows), np.float32).reshape(len(rows), DIMENSIONS)
+    weights = np.maximum(np.array([row[2] for row in rows], np.float64), 1e-3)
+    firsts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    sums = np.add.reduceat(vectors * weights[:, None], firsts, axis=0)
+    norms = np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-8)
+    return owners[firsts].tolist(), (sums / norms).astype(np.float32)
+
+
+def _window_speakers(times: np.ndarray, turns: Sequence[Turn]) -> np.ndarray:
+    """Each window's speaker: that of the turn its middle falls in (or the nearest before it)."""
+    starts = np.array([t.start for t in turns])
+    at = np.clip(np.searchsorted(starts, times.mean(axis=1), side="right") - 1, 0, len(turns) - 1)
+    return np.array([t.speaker for t in turns])[at]
+
+
+def _alike(vectors: np.ndarray, voice: np.ndarray) -> float:
+    """How alike the mean of some windows' embeddings is to a voice."""
+    return float(_unit(vectors.mean(axis=0)) @ voice)
 
 
 def _window_shift(times: np.ndarray) -> float:
