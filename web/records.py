@@ -17,7 +17,7 @@ from audio.formats import FORMATS, MEDIA_TYPES, render_record
 from audio.sniff import GENERIC, media_type
 from db import Store
 from domain.card import card, links
-from domain.corrections import CORRECTED, VERSIONS
+from domain.corrections import CORRECTED, VERSIONS, NotTranslated
 from domain.errors import TranscriberError
 from domain.quotas import usage_view
 from service import inputs
@@ -186,9 +186,10 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         as the recognizer wrote it; `version=english`: the English translation of a record
         uploaded with task=translate, else 409 `not_translated`); 409 with the stage (and halt)
         until then."""
+        found = record_id(raw_id)  # refused as a missing record: outside the store's refusals below
         try:
-            row = store.transcript(record_id(raw_id), who["id"], version)
-        except TranscriberError as error:
+            row = store.transcript(found, who["id"], version)
+        except NotTranslated as error:
             raise refusal(error) from None
         if row is None:
             raise ApiError(404, *NOT_FOUND)
