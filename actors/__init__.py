@@ -26,7 +26,7 @@ from db import Store
 from domain.claims import NO_WORK
 from domain.invariants import ORPHAN_GRACE_SECONDS
 from domain.stages import Step
-from service import config
+from service import config, resumable
 from service.brokers import make_broker
 
 
@@ -101,7 +101,8 @@ _SWEEP_TIME_LIMIT_MS = (SWEEP_RUN_SECONDS + 240) * 1000
 @dramatiq.actor(actor_name="sweep", queue_name=QUEUE, max_retries=0, time_limit=_SWEEP_TIME_LIMIT_MS)
 def sweep(after_id: int = 0) -> None:
     """Delete audio no record points at and nobody writes any more: left when a worker died
-    mid-conversion, or between a save that let audio go and its deletion. The grace keeps a
+    mid-conversion, or between a save that let audio go and its deletion, and the resumable
+    uploads idle past TRANSCRIBER_UPLOAD_EXPIRY_HOURS (`service.resumable.sweep`). The grace keeps a
     conversion's audio, complete a moment before its save, out of reach. The blobs are gone
     through in bounded batches from `after_id` on (only where the last run stopped: a lost
     message just means the next pass starts over)."""
@@ -116,6 +117,8 @@ def sweep(after_id: int = 0) -> None:
         keys = context.store().sweep_upload_keys()
         if keys:
             logger.info("swept {} idempotency key(s) older than a day", keys)
+        # resumable uploads: recordings cut short and stranded ones finished, idle ones removed
+        resumable.sweep(context.store(), context.settings())
     if swept.resume_after:
         sweep.send(swept.resume_after)
 

@@ -33,6 +33,8 @@ class NewRecord:
     media_type: str = "application/octet-stream"
     asked: Asked = field(default_factory=Asked)
     declared_seconds: float | None = None
+    # a recording whose uploader went quiet before it stopped: what arrived (`db.resumable`)
+    cut_short: bool = False
 
 
 class Records:
@@ -80,7 +82,7 @@ class Records:
                     if size is None:
                         raise RuntimeError(f"audio blob {blob_id} was removed while it was being stored")
                     hold_quota(conn, owner_id, new.declared_seconds, size)
-                    record_id = _insert_record(conn, owner_id, blob_id, size, new, same)
+                    record_id = insert_record(conn, owner_id, blob_id, size, new, same)
         except QuotaExceeded as refused:
             discard_blob(self.db, blob_id, complete=False)
             logger.info("an upload of owner {} refused: {} quota", owner_id, refused.over.kind)
@@ -140,7 +142,7 @@ class Records:
         return stage
 
 
-def _insert_record(
+def insert_record(
     conn: DictConnection, owner_id: int, blob_id: int, size: int, new: NewRecord, same: SameUpload | None
 ) -> int:
     """The new record, queued for its first step, inside intake's transaction; with `same`, the
@@ -158,6 +160,7 @@ def _insert_record(
         "asked": Jsonb(new.asked.value()),
         "content_sha256": same and same.sha256,
         "first_step": Step.first().value,
+        "cut_short": new.cut_short,
     }
     record_id: int = only_row(conn.execute(query("accept_record"), params))["id"]
     if same is not None:

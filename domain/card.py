@@ -79,6 +79,8 @@ def card(row: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
             "count": row.get("corrections") or 0,
             "detached": list(row.get("detached_corrections") or []),
         },
+        # made of a recording whose uploader went quiet before it stopped: the part that arrived
+        "cut_short": bool(row.get("cut_short")),
     }
 
 

@@ -140,6 +140,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TRANSCRIBER_OPENAI_MODEL", "whisper-1", "the model asked of that server", attribute="openai_model"),
     Setting("TRANSCRIBER_DIARIZE", "auto", "who spoke when: `auto` diarizes done records where the `speakers` "
             "extra is installed, `off` never", choice("value", "auto", "off"), "diarize"),
+    Setting("TRANSCRIBER_MEANING", "on", "search by meaning: `on` embeds the passages of English records where "
+            "the `meaning` extra is installed and the database has pgvector, `off` never (search by words only)",
+            choice("value", "on", "off")),
+    Setting("TRANSCRIBER_MEANING_WEIGHTS", None, "the folder of the sentence model's weights, fetched into it when "
+            "missing; unset: `models/meaning` under TRANSCRIBER_HOME", PATH),
     Setting("TRANSCRIBER_TICK_SECONDS", "1", "how often the scheduler sends the per-step wake-ups",
             number(0.05, 3600), "tick_seconds"),
     *_per_step(),
@@ -163,6 +168,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TRANSCRIBER_AUDIO_RETENTION_DAYS", None, "how long the original audio of a done record is kept "
             "(its record, card and text stay); unset: as long as the record",
             Kind(_retention_days, "a number of days, fractions allowed, more than 0"), "audio_retention_days"),
+    Setting("TRANSCRIBER_UPLOAD_EXPIRY_HOURS", "24", "how long a resumable upload (`/uploads`) may go without a "
+            "request that writes to it before the sweep removes it with its bytes", number(0.001, 365 * 24),
+            "upload_expiry_hours"),
+    # a browser tab that died mid-recording never says it stopped; what it sent is kept
+    Setting("TRANSCRIBER_RECORDING_IDLE_SECONDS", "30", "how long a resumable upload of unknown length (a "
+            "recording in the page) may go without bytes before it is finished into a record of what arrived, "
+            "marked cut short", number(1, DAY), "recording_idle_seconds"),
     Setting("TRANSCRIBER_SESSION_IDLE_SECONDS", "43200", "how long a browser session may go unused before it "
             "ends: between nine tenths of it and all of it after its last request", number(1, 90 * DAY),
             "session_idle_seconds"),
@@ -204,6 +216,8 @@ class Settings:
     max_audio_seconds: float
     sync_wait_seconds: float
     audio_retention_days: float | None
+    upload_expiry_hours: float
+    recording_idle_seconds: float
     session_idle_seconds: float
     log_json: Path | None
     metrics_port: int | None
@@ -218,6 +232,10 @@ class Settings:
     @property
     def audio_retention_seconds(self) -> float | None:
         return None if self.audio_retention_days is None else self.audio_retention_days * DAY
+
+    @property
+    def upload_expiry_seconds(self) -> float:
+        return self.upload_expiry_hours * 3600
 
     def policy(self, step: Step) -> StepPolicy:
         return self.policies[step]

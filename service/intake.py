@@ -209,6 +209,8 @@ def accept_recording(
     task: str | None = None,
     same: SameUpload | None = None,
     continue_unfinished: bool = False,
+    upload: str | None = None,
+    cut_short: bool = False,
 ) -> tuple[int, bool]:
     """The one intake: check what the upload asks for and the file at `path`, then store them as
     a new record of the owner's; the record id, and whether it is new.
@@ -218,7 +220,12 @@ def accept_recording(
     unfinished (found before the file is probed or stored again; the bytes' SHA-256 is kept with
     a new record, so that a later run finds it); either only when that upload asked alike
     (`asked_of`). Input that cannot be accepted raises an IntakeError with nothing stored; the
-    same key with other bytes, or asking for something else, is KeyReused."""
+    same key with other bytes, or asking for something else, is KeyReused.
+
+    `upload` names a resumable upload of the owner's whose bytes, already stored, `path` is a
+    copy of: once checked they become the record's as they are (`db.resumable`), and a
+    repeat of its finishing answers the record it made (`cut_short`: its uploader went quiet
+    before saying it had stopped)."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title, inputs.one_line_problem)  # as `inputs.Title`
     asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers, task=task)
@@ -231,7 +238,9 @@ def accept_recording(
         if earlier is not None:
             return earlier, False
         size, declared = _check_audio(settings, path, name)
-        new = NewRecord(title or Path(name).stem, name, asked=asked, declared_seconds=declared)
+        new = NewRecord(title or Path(name).stem, name, asked=asked, declared_seconds=declared, cut_short=cut_short)
+        if upload is not None:
+            return store.finish_upload(upload, owner_id, new, same)
         return store.store_recording(owner_id, _read(path), new, expected_bytes=size, same=same)
     except UploadKeyReused:
         raise KeyReused(

@@ -22,6 +22,11 @@ class Relay:
         self.passing.set()
         self.resetting = False
         self.closed = False
+        # cut: the next connection that carries `cut_after` bytes from its client is closed
+        # right after passing that many (once); every byte clients sent is counted
+        self.cut_after: int | None = None
+        self.cuts = 0
+        self.client_bytes = 0
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -47,6 +52,7 @@ class Relay:
         with self.lock:
             self.sockets.append(server)
         peers = {client: server, server: client}
+        carried = 0
         try:
             while not self.closed:
                 ready, _, _ = select.select(list(peers), [], [], 0.1)
@@ -56,12 +62,29 @@ class Relay:
                     data = sock.recv(65536)
                     if not data:
                         return
+                    if sock is client:
+                        cut = self._cut(carried, data)
+                        carried += len(data)
+                        if cut is not None:
+                            server.sendall(cut)
+                            self.client_bytes += len(cut)
+                            return
+                        self.client_bytes += len(data)
                     peers[sock].sendall(data)
         except (OSError, ValueError):  # ValueError: a socket reset (closed) meanwhile
             return
         finally:
             client.close()
             server.close()
+
+    def _cut(self, carried: int, data: bytes) -> bytes | None:
+        """The part of `data` to pass before cutting this connection, or None to pass it all."""
+        with self.lock:
+            if self.cut_after is None or carried + len(data) < self.cut_after:
+                return None
+            passed, self.cut_after = data[: self.cut_after - carried], None
+            self.cuts += 1
+            return passed
 
     def hang(self):
         self.passing.clear()

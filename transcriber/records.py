@@ -13,6 +13,7 @@ from domain.card import card
 from domain.corrections import CORRECTED, VERSIONS
 from domain.errors import TranscriberError
 from domain.resume import NotHalted, UnknownRecord, resume
+from service import meaning
 from service.intake import accept_from_command_line
 from service.runtime import open_store
 from transcriber.console import UserError, print_json, record_id_argument
@@ -110,7 +111,7 @@ def cmd_edit(args, settings) -> int:
         raise UserError(f"--segment/--word/--text: {error.errors()[0]['msg']}") from None
     store = open_store(settings)
     try:
-        written = store.correct_segments(args.id, None, segments, words=words, by=_operator(), role="operator")
+        written = meaning.correct(store, args.id, None, segments, words=words, by=_operator(), role="operator")
     except TranscriberError as error:
         raise UserError(str(error)) from None
     if not written:

@@ -14,9 +14,10 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
 from db import Store
+from service import resumable
 from service.config import Settings
 from service.intake import size_limit_message
-from web import admin, errors, monitoring, openai_compat, pages, records, search, voices
+from web import admin, errors, monitoring, openai_compat, pages, records, search, tus, voices
 from web.auth import bearer_operator, bearer_owner
 from web.body_limit import BodyLimit
 from web.gate import TokenGate
@@ -24,20 +25,27 @@ from web.sessions import SessionAuth, Sessions
 
 FORM_ROOM_BYTES = 64 * 1024
 # where a body may be as large as an upload; any other body is an edit, a form or a command
-UPLOADS = frozenset({("POST", "/records"), ("POST", "/v1/audio/transcriptions")})
+UPLOADS = frozenset(
+    {("POST", "/records"), ("POST", "/v1/audio/transcriptions"), ("POST", "/uploads"), ("PATCH", "/uploads/")}
+)
 OTHER_BODY_BYTES = 1 << 20
 
 
 def create_app(store: Store, settings: Settings) -> FastAPI:
     sessions = Sessions(store, idle=settings.session_idle_seconds)
 
+    uploads = resumable.Sweeper(store, settings)
+
     @asynccontextmanager
     async def sweeping_sessions(_app):
-        """While the app serves, ended browser sessions are swept now and then."""
+        """While the app serves, ended browser sessions are swept now and then, and so are
+        resumable uploads (recordings cut short, uploads expired)."""
         sessions.start_sweeping()
+        uploads.start()
         try:
             yield
         finally:
+            uploads.stop()
             sessions.stop_sweeping()
 
     app = FastAPIOffline(
@@ -70,6 +78,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     owner = bearer_owner(store)
     app.include_router(monitoring.router(store, bearer_operator(store)))
     app.include_router(records.router(store, settings, owner))
+    app.include_router(tus.router(store, settings, owner))
     app.include_router(search.router(store, owner))
     app.include_router(voices.router(store, owner))
     app.include_router(admin.router(store, bearer_operator(store)))

@@ -64,7 +64,8 @@ class BodyLimit:
     whether the route reads it or not (what a route's answer leaves unread is read up to the
     limit before that answer goes out, and past the limit the answer is the 413). The 413 closes
     the connection, so nothing more of the body is read. The limit is `limit` at the (method,
-    path) pairs of `large_at` (all, when not given) and `small` elsewhere."""
+    path) pairs of `large_at` (all, when not given; a path ending in `/` covers the addresses
+    below it) and `small` elsewhere."""
 
     def __init__(
         self,
@@ -78,8 +79,16 @@ class BodyLimit:
         self.app, self.limit, self.message = app, limit, message
         self.small, self.large_at = small, large_at
 
+    def _large(self, method: str, path: str) -> bool:
+        """Whether `large_at` names this method and path; a path there that ends in `/` names
+        every address below it."""
+        assert self.large_at is not None
+        return (method, path) in self.large_at or any(
+            method == where and at.endswith("/") and path.startswith(at) for where, at in self.large_at
+        )
+
     def _limit(self, scope) -> tuple[int, str]:
-        if self.small is None or self.large_at is None or (scope["method"], scope["path"]) in self.large_at:
+        if self.small is None or self.large_at is None or self._large(scope["method"], scope["path"]):
             return self.limit, self.message
         return self.small, f"the request body is larger than the limit of {self.small // 1024} KB for this address"
 

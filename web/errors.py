@@ -28,6 +28,7 @@ from service.intake import (
     TooLarge,
     UnsupportedAudio,
 )
+from service.search import MeaningUnavailable
 
 NOT_FOUND = ("not_found", "no such record")
 
@@ -47,6 +48,7 @@ STATUS = {
     BadPrompt: 422,
     BadTask: 422,
     QueryProblem: 422,
+    MeaningUnavailable: 409,
     NotHalted: 409,
     NotDone: 409,
     NotTranslated: 409,

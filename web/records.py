@@ -20,7 +20,7 @@ from domain.card import card, links
 from domain.corrections import CORRECTED, VERSIONS, NotTranslated
 from domain.errors import TranscriberError
 from domain.quotas import usage_view
-from service import inputs
+from service import inputs, meaning
 from service.config import Settings
 from service.intake import IntakeError
 from web.auth import enabled_owner
@@ -219,7 +219,8 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         them. Answers the corrected text as json."""
         found = record_id(raw_id)
         try:
-            written = store.correct_segments(
+            written = meaning.correct(
+                store,
                 found,
                 who["id"],
                 [(e.index, e.text) for e in edits.segments],

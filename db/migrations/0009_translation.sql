@@ -6,8 +6,8 @@
 ALTER TABLE record_windows ADD COLUMN english jsonb CHECK (jsonb_typeof(english) = 'array');
 
 -- The card says what recognition was asked to write: transcribe, or translate (`records.asked`;
--- a record kept before the task was asked for, or a plain one, says transcribe). Appended, so
--- the view's readers are unchanged.
+-- a record kept before the task was asked for, or a plain one, says transcribe), and whether the
+-- record is a recording cut short (0006). Appended, so the view's readers are unchanged.
 CREATE OR REPLACE VIEW cards AS
 SELECT r.id, r.owner_id, o.name AS owner,
        r.title, r.summary, r.topics, r.stage, r.created_at, r.updated_at, r.duration_seconds,
@@ -19,7 +19,8 @@ SELECT r.id, r.owner_id, o.name AS owner,
        d.halt_error AS speakers_halt_error, d.failures AS speakers_failures,
        speaker_list(r.id) AS speaker_list,
        coalesce(c.corrections, 0) AS corrections, coalesce(c.detached, '[]') AS detached_corrections,
-       coalesce(r.asked->>'task', 'transcribe') AS task
+       coalesce(r.asked->>'task', 'transcribe') AS task,
+       r.cut_short
 FROM records r JOIN owners o ON o.id = r.owner_id
      LEFT JOIN steps s ON s.record_id = r.id AND s.stage <> 'done'
      LEFT JOIN steps d ON d.record_id = r.id AND d.stage = 'done'

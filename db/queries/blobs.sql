@@ -52,6 +52,7 @@ WITH doomed AS (
     WHERE b.id = %(blob_id)s AND (b.completed_at IS NOT NULL) = %(complete)s
       AND NOT EXISTS (SELECT 1 FROM records r WHERE r.original_blob_id = b.id)
       AND NOT EXISTS (SELECT 1 FROM records r WHERE r.converted_blob_id = b.id)
+      AND NOT EXISTS (SELECT 1 FROM resumable_uploads u WHERE u.blob_id = b.id)
     FOR UPDATE
 ), gone AS (
     DELETE FROM blob_chunks c
@@ -67,12 +68,13 @@ DELETE FROM blobs b
 WHERE b.id = %(blob_id)s AND (b.completed_at IS NOT NULL) = %(complete)s
   AND NOT EXISTS (SELECT 1 FROM records r WHERE r.original_blob_id = b.id)
   AND NOT EXISTS (SELECT 1 FROM records r WHERE r.converted_blob_id = b.id)
+  AND NOT EXISTS (SELECT 1 FROM resumable_uploads u WHERE u.blob_id = b.id)
   AND NOT EXISTS (SELECT 1 FROM blob_chunks c WHERE c.blob_id = b.id)
 RETURNING id;
 
 -- name: orphan_blobs
 -- One bounded batch of the sweep: the next `batch` blobs by id after `after_id` (keyset, by the
--- primary key), and which of them are orphans. An orphan is a blob no record points at (each
+-- primary key), and which of them are orphans. An orphan is a blob no record points at nor an upload fills (each
 -- reference probed by its own index, through LATERAL … LIMIT 1 so that the plan stays a probe
 -- per blob whatever the tables' sizes) that is either complete for longer than the grace, or
 -- incomplete, older than the grace, and written by nobody any more: an intake's (whose writes
@@ -86,9 +88,10 @@ WITH scanned AS (
     FROM scanned b
     LEFT JOIN LATERAL (SELECT 1 AS found FROM records r WHERE r.original_blob_id = b.id LIMIT 1) o ON true
     LEFT JOIN LATERAL (SELECT 1 AS found FROM records r WHERE r.converted_blob_id = b.id LIMIT 1) c ON true
+    LEFT JOIN LATERAL (SELECT 1 AS found FROM resumable_uploads u WHERE u.blob_id = b.id LIMIT 1) u ON true
     LEFT JOIN LATERAL (SELECT 1 AS found FROM steps w
                        WHERE w.record_id = b.writer_record_id AND w.claim_token = b.writer_token LIMIT 1) writing ON true
-    WHERE o.found IS NULL AND c.found IS NULL
+    WHERE o.found IS NULL AND c.found IS NULL AND u.found IS NULL
       AND coalesce(b.completed_at, b.created_at) < now() - make_interval(secs => %(grace_seconds)s)
       AND (b.completed_at IS NOT NULL OR writing.found IS NULL)
 )

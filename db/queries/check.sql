@@ -34,12 +34,13 @@ ORDER BY r.id;
 
 -- name: check_orphan_blobs
 -- Audio the sweep would have removed by now (the same notion as its orphan_blobs): no record
--- points at it, and it is complete for longer than the grace, or incomplete, older than the
+-- points at it, no resumable upload fills it, and it is complete for longer than the grace, or incomplete, older than the
 -- grace and written by nobody any more (an intake's, or a conversion whose claim moved on).
 SELECT b.id, b.size_bytes, b.created_at, b.completed_at FROM blobs b
 WHERE coalesce(b.completed_at, b.created_at) < now() - make_interval(secs => %(grace_seconds)s)
   AND NOT EXISTS (SELECT 1 FROM records r WHERE r.original_blob_id = b.id)
   AND NOT EXISTS (SELECT 1 FROM records r WHERE r.converted_blob_id = b.id)
+  AND NOT EXISTS (SELECT 1 FROM resumable_uploads u WHERE u.blob_id = b.id)
   AND (b.completed_at IS NOT NULL
        OR b.writer_record_id IS NULL
        OR NOT EXISTS (SELECT 1 FROM steps w WHERE w.record_id = b.writer_record_id AND w.claim_token = b.writer_token))

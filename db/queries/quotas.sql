@@ -18,7 +18,8 @@ SELECT quota_seconds, quota_bytes FROM owners WHERE id = %(owner_id)s FOR NO KEY
 
 -- name: owner_usage
 -- What an owner uses now: hours of its records (measured once converted, declared until then)
--- and bytes of the originals still kept; with its limits. By the owner's index on records.
+-- and bytes of the originals still kept, and of its unfinished resumable uploads (the length
+-- each declared, or what arrived while the length is deferred); with its limits. By the owner's index on records.
 -- Unless `always`, a use is summed only where its limit is set (NULL otherwise): weighing an
 -- upload of an owner without limits reads no records at all.
 SELECT o.quota_seconds, o.quota_bytes,
@@ -27,7 +28,9 @@ SELECT o.quota_seconds, o.quota_bytes,
                      WHERE r.owner_id = o.id), 0)::float8 END AS audio_seconds,
        CASE WHEN %(always)s OR o.quota_bytes IS NOT NULL THEN
            coalesce((SELECT sum(b.size_bytes) FROM records r JOIN blobs b ON b.id = r.original_blob_id
-                     WHERE r.owner_id = o.id), 0)::bigint END AS stored_bytes
+                     WHERE r.owner_id = o.id), 0)::bigint
+           + coalesce((SELECT sum(coalesce(u.upload_length, u.received)) FROM resumable_uploads u
+                       WHERE u.owner_id = o.id AND u.finished_at IS NULL), 0)::bigint END AS stored_bytes
 FROM owners o WHERE o.id = %(owner_id)s;
 
 -- name: stored_bytes

@@ -4,9 +4,9 @@
 -- A new record at stage created, waiting for its first step, with its 'accepted' event.
 WITH accepted AS (
     INSERT INTO records (owner_id, title, source_name, original_blob_id, language, prompt,
-                         content_sha256, intake_seconds, speakers_wanted, asked)
+                         content_sha256, intake_seconds, speakers_wanted, asked, cut_short)
     VALUES (%(owner_id)s, %(title)s, %(source_name)s, %(blob_id)s, %(language)s, %(prompt)s,
-            %(content_sha256)s, %(intake_seconds)s, %(speakers_wanted)s, %(asked)s)
+            %(content_sha256)s, %(intake_seconds)s, %(speakers_wanted)s, %(asked)s, %(cut_short)s)
     RETURNING id, stage, owner_id
 ), queued AS (
     INSERT INTO steps (record_id, step, stage, owner_id)

@@ -1,0 +1,252 @@
+"""Resumable uploads (tus 1.0, `web.tus`) on the service's side: what a creation may declare,
+the bytes of a request cut into the pieces the store commits, and the end of an upload, which
+goes through the one intake (`service.intake.accept_recording`) like any other way in.
+
+An upload's bytes are in the database as they arrive (`db.resumable`); when the last one is in,
+they are copied to a private temporary file (the decoder probes a file, and the SHA-256 of the
+bytes is taken on the way), checked, and the blob they already are becomes the record's audio:
+nothing is stored twice. Bytes intake refuses (not audio, too long, over the quota) are removed
+with the upload, and the refusal is the answer. An upload whose last byte is in but whose record
+was never made (the process died between the two) is finished by the next request that asks
+about it, or by the sweep; either way one record, never two (`db.resumable.finish_upload`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loguru import logger
+
+from db import Store
+from db.quotas import QuotaExceeded
+from db.resumable import NewUpload, UploadGone, piece_room
+from db.uploads import SameUpload, UploadKeyReused
+from service import inputs
+from service.config import Settings
+from service.intake import (
+    IntakeError,
+    KeyReused,
+    OverQuota,
+    TooLarge,
+    accept_recording,
+    asked_of,
+    checked_text,
+    size_limit_message,
+)
+
+# what Upload-Metadata may name (others are ignored, as tus allows)
+METADATA_KEYS = ("filename", "title", "prompt", "language", "speakers")
+# a header of metadata holds at most this much text
+MAX_METADATA_CHARACTERS = 16_384
+# a complete upload no record was made of for this long is finished by the sweep (a request
+# that finishes one takes a moment between its last byte and its record)
+STRANDED_GRACE_SECONDS = 60.0
+
+
+class BadMetadata(IntakeError, code="bad_metadata"):
+    """Upload-Metadata that is not `key base64,key base64,…` of text."""
+
+
+def parse_metadata(header: str | None) -> dict[str, str]:
+    """The pairs of an Upload-Metadata header: keys with base64 values (a key alone means an
+    empty value); BadMetadata for anything else."""
+    if header is None or not header.strip():
+        return {}
+    if len(header) > MAX_METADATA_CHARACTERS:
+        raise BadMetadata(f"Upload-Metadata is longer than {MAX_METADATA_CHARACTERS} characters")
+    found: dict[str, str] = {}
+    for pair in header.split(","):
+        key, _, encoded = pair.strip().partition(" ")
+        if not key or " " in encoded.strip() or key in found:
+            raise BadMetadata("Upload-Metadata must be `key base64value` pairs separated by commas, each key once")
+        try:
+            found[key] = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise BadMetadata(f"the value of {key!r} in Upload-Metadata is not base64 of UTF-8 text") from None
+    return found
+
+
+def new_upload(settings: Settings, length: int | None, metadata: dict[str, str], key: str | None) -> NewUpload:
+    """What a creation declares, checked the way intake checks an upload's fields (so a bad
+    language or prompt is refused before a byte is sent): TooLarge for a length over the limit,
+    the intake refusals for the rest."""
+    if length is not None and length > settings.max_upload_bytes:
+        raise TooLarge(size_limit_message(settings))
+    filename = metadata.get("filename")
+    title = checked_text("title", metadata.get("title", ""), _title_problem)
+    asked = asked_of(
+        settings, language=metadata.get("language"), prompt=metadata.get("prompt"), speakers=metadata.get("speakers")
+    )
+    return NewUpload(
+        length=length,
+        source_name=inputs.source_name(filename) if filename else "",
+        title=title,
+        language=asked.language,
+        prompt=asked.prompt,
+        speakers=metadata.get("speakers") or None,
+        key=key,
+    )
+
+
+def _title_problem(title: str) -> str | None:
+    """What the records' edit would say of this title (`inputs.Title`), or None."""
+    if len(title) > inputs.MAX_TITLE:
+        return f"is longer than {inputs.MAX_TITLE} characters"
+    return inputs.one_line_problem(title)
+
+
+def create(store: Store, owner_id: int, new: NewUpload) -> tuple[str, bool]:
+    """A new upload (or with the owner's key the one it first made): its id and whether it is
+    new. The owner's quota is weighed against the declared length first (an owner's unfinished
+    uploads count as stored): OverQuota with nothing made."""
+    try:
+        store.check_quota(owner_id, None, new.length or 0)
+        return store.create_upload(owner_id, new, "application/octet-stream")
+    except QuotaExceeded as error:
+        refused = OverQuota(str(error))
+        refused.details = error.over.details()
+        raise refused from None
+    except UploadKeyReused:
+        raise KeyReused(
+            "this Idempotency-Key first created an upload declaring another length or other metadata; "
+            "a new upload needs a new key"
+        ) from None
+
+
+@dataclass
+class Pieces:
+    """A request's bytes as they come, cut into the pieces the store commits: none crosses a
+    chunk boundary, none is larger than a chunk, so memory holds at most about one chunk."""
+
+    offset: int
+    buffer: bytearray = field(default_factory=bytearray)
+
+    def feed(self, data: bytes) -> Iterator[tuple[int, bytes]]:
+        """Take `data`; the (offset, piece) pairs now full."""
+        self.buffer += data
+        while self.buffer and len(self.buffer) >= piece_room(self.offset):
+            room = piece_room(self.offset)
+            piece = bytes(self.buffer[:room])
+            del self.buffer[:room]
+            yield self.offset, piece
+            self.offset += room
+
+    def rest(self) -> tuple[int, bytes] | None:
+        """The bytes not yet handed on (the request ended, or was cut, inside a chunk)."""
+        if not self.buffer:
+            return None
+        piece, at = bytes(self.buffer), self.offset
+        self.buffer.clear()
+        self.offset += len(piece)
+        return at, piece
+
+
+def finish(store: Store, settings: Settings, upload_id: str, owner_id: int) -> int:
+    """The record of a complete upload, made now through intake unless it was already: its id.
+    Bytes intake refuses are removed with the upload, and the refusal (an IntakeError) raised;
+    UploadGone when there is no such upload."""
+    row = store.upload_state(upload_id, owner_id)
+    if row is None:
+        raise UploadGone("no such upload")
+    if row["finished_at"] is not None:
+        made: int = row["record_id"]
+        return made
+    digest = hashlib.sha256()
+    with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
+        path = Path(folder) / "upload"
+        with path.open("wb") as out:
+            for piece in store.upload_bytes(row["blob_id"]):
+                digest.update(piece)
+                out.write(piece)
+        try:
+            record_id, _ = accept_recording(
+                store,
+                settings,
+                path,
+                owner_id=owner_id,
+                title=row["title"],
+                source_name=row["source_name"] or None,
+                language=row["language"],
+                prompt=row["prompt"],
+                speakers=row["speakers"],
+                same=SameUpload(digest.digest()),
+                upload=upload_id,
+                cut_short=row["cut_short"],
+            )
+        except IntakeError as refused:
+            if store.upload_state(upload_id, owner_id) is not None:
+                store.remove_upload(upload_id, owner_id)
+            logger.info("resumable upload {} refused at its end: {}", upload_id[:8], refused.code)
+            raise
+    return record_id
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    """What one pass over the uploads did."""
+
+    cut_short: int
+    finished: int
+    refused: int
+    expired: int
+
+
+def sweep(store: Store, settings: Settings) -> SweepCounts:
+    """Finish the recordings whose uploader went quiet (TRANSCRIBER_RECORDING_IDLE_SECONDS) and
+    the complete uploads a dead process left without their record, then remove the uploads idle
+    for TRANSCRIBER_UPLOAD_EXPIRY_HOURS. Any number of processes may run it at once: each upload
+    is finished once and removed once."""
+    cut = store.cut_idle_recordings(settings.recording_idle_seconds)
+    stranded = store.stranded_uploads(STRANDED_GRACE_SECONDS)
+    finished = refused = 0
+    for row in [*cut, *stranded]:
+        try:
+            finish(store, settings, row["id"], row["owner_id"])
+            finished += 1
+        except (IntakeError, UploadGone):
+            refused += 1
+    expired = store.expire_uploads(settings.upload_expiry_seconds)
+    if expired:
+        logger.info("swept {} resumable upload(s) idle for {:g} h", expired, settings.upload_expiry_hours)
+    return SweepCounts(len(cut), finished, refused, expired)
+
+
+class Sweeper:
+    """`sweep` now and then on a thread of an API process, every few seconds so that a recording
+    cut short becomes a record soon after TRANSCRIBER_RECORDING_IDLE_SECONDS (the hourly sweep
+    of the workers runs it too). Any number of processes may: each upload is handled once."""
+
+    def __init__(self, store: Store, settings: Settings):
+        self.store, self.settings = store, settings
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def every(self) -> float:
+        return min(max(self.settings.recording_idle_seconds / 4, 0.5), 10.0)
+
+    def start(self) -> None:
+        self._stop.clear()
+
+        def run() -> None:
+            while not self._stop.wait(self.every):
+                try:
+                    sweep(self.store, self.settings)
+                except Exception as error:  # noqa: BLE001 - the database is away: the next round tries again
+                    logger.warning("resumable uploads' sweep failed ({})", type(error).__name__)
+
+        self._thread = threading.Thread(target=run, name="uploads-sweep", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
