@@ -26,8 +26,9 @@ scored set; and the time per speaker to match against an owner with VOICES voice
 samples each: the numpy work alone, and the diarize step's own path (`matched_speakers`:
 the samples read from PostgreSQL, a scratch database).
 
-With --tiny: the repository's own recordings (tests/data: two LibriVox excerpts of one reader,
-one enrolled on the other; the MFA speaker never enrolled), 50 voices; nothing written.
+With --tiny: the repository's own recordings (tests/data: the LibriVox reader and the MFA
+speaker, each enrolled from one recording and heard in another; one person never enrolled), one
+conversation, 50 voices; nothing written.
 """
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ TUNING = SpeakerSet("tuning", ("cards-speaker", "ipa-speaker", "forever-speaker"
                     ("commonvoice-ja", "vad-test-speaker", "goforward-speaker"))
 SCORED = SpeakerSet("scored", ("librivox-reader", "mfa-speaker", "ipa-us-speaker", "nst-swedish-speaker"),
                     ("librispeech-61", "libritts-13697", "an4-chan3-speaker"))
-TINY = SpeakerSet("tiny", ("librivox-reader",), ("mfa-speaker",))
+TINY = SpeakerSet("tiny", ("librivox-reader", "mfa-speaker"), ("ipa-us-speaker",))
 
 
 def pcm(samples: np.ndarray) -> bytes:
@@ -186,9 +187,10 @@ def score(conversations: list[Diarized], names: list[str], voice_ids: list[int],
             "match_cpu": cpu, "diarize_cpu": sum(c.cpu for c in conversations)}
 
 
-def run_set(chosen: SpeakerSet, recordings: dict[str, list[str]], count: int, seed: int,
-            seconds: float) -> tuple[list[Diarized], list[str], list[int], np.ndarray]:
-    """The set's voices (enrolled) and its conversations, diarized."""
+def run_set(chosen: SpeakerSet, recordings: dict[str, list[str]], count: int, seed: int, seconds: float,
+            everyone: bool = False) -> tuple[list[Diarized], list[str], list[int], np.ndarray]:
+    """The set's voices (enrolled) and its conversations, diarized; with `everyone`, every person
+    of the set speaks in each."""
     pieces: dict[str, list[np.ndarray]] = {}
     samples = []
     for number, person in enumerate(chosen.known, 1):
@@ -203,7 +205,7 @@ def run_set(chosen: SpeakerSet, recordings: dict[str, list[str]], count: int, se
     people = list(chosen.known + chosen.unknown)
     out = []
     for i in range(count):
-        size = min(len(people), 2 + i % 3)
+        size = len(people) if everyone else min(len(people), 2 + i % 3)
         while True:
             speakers = [str(s) for s in rng.choice(people, size=size, replace=False)]
             if any(s in chosen.known for s in speakers):
@@ -216,7 +218,7 @@ def run_set(chosen: SpeakerSet, recordings: dict[str, list[str]], count: int, se
 
 def tiny_recordings(folder: Path) -> dict[str, list[str]]:
     """The repository's own real recordings: the LibriVox reader's two excerpts (one file, cut in
-    two at its longest pause, written to `folder`) and the MFA speaker."""
+    two at its longest pause, written to `folder`), two of the MFA speaker's, one of another."""
     data = ROOT / "tests" / "data"
     samples = load(str(data / "librivox_reader.ogg"))
     regions = speech_regions(samples)
@@ -230,7 +232,8 @@ def tiny_recordings(folder: Path) -> dict[str, list[str]]:
             handle.setframerate(SAMPLE_RATE)
             handle.writeframes(pcm(part))
         out.append(str(path))
-    return {"librivox-reader": out, "mfa-speaker": [str(data / "mfa_uhuh.flac")]}
+    return {"librivox-reader": out, "mfa-speaker": [str(data / "mfa_uhuh.flac"), str(data / "mfa_words.flac")],
+            "ipa-us-speaker": [str(data / "ipa_us.flac")]}
 
 
 # --- the cost of an owner with many voices -------------------------------------------------------
@@ -316,7 +319,8 @@ def main() -> None:
         recordings, sets, count, voices = speaker_recordings(), [TUNING, SCORED], args.conversations, VOICES
     rows, extra = [], {}
     for chosen in sets:
-        conversations, names, voice_ids, centroids = run_set(chosen, recordings, count, args.seed, args.seconds)
+        conversations, names, voice_ids, centroids = run_set(chosen, recordings, count, args.seed, args.seconds,
+                                                             everyone=args.tiny)
         tuning = chosen is TUNING
         same, other = similarities(conversations, names, centroids)
         for threshold in THRESHOLDS if tuning else (matching.MATCH_SIMILARITY,):

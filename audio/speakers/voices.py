@@ -77,10 +77,10 @@ def refine(
     as anchors, before they are matched: a speaker whose windows are, in parts of at least
     MIN_MATCH_SECONDS each, at least `threshold` alike two or more different voices is split
     into those parts (the clustering took two people for one), and speakers most alike the
-    same voice (at least `threshold`) are joined (it took one person for two, e.g. in two
-    voice registers). Windows alike no voice stay with their speaker. Without voices, or when
-    nothing changes, the turns are returned as they are; else relabelled S1, S2… in order of
-    first appearance."""
+    same voice (at least `threshold`) are joined, however little one of them said (it took one
+    person for two, e.g. in two voice registers, or kept a short stretch apart). Windows alike
+    no voice stay with their speaker. Without voices, or when nothing changes, the turns are
+    returned as they are; else relabelled S1, S2… in order of first appearance."""
     if not len(found) or not turns or not len(voices):
         return list(turns)
     voices = np.asarray(voices, np.float32)
@@ -109,7 +109,7 @@ def refine(
     for group in groups:
         alike = voices @ _unit(found.vectors[group].mean(axis=0))
         best = int(np.argmax(alike))
-        if alike[best] >= threshold and group.sum() * shift >= MIN_MATCH_SECONDS:
+        if alike[best] >= threshold:
             if best in joined:
                 joined[best] |= group
                 continue
