@@ -12,6 +12,7 @@ import pytest
 from audio.decode import SAMPLE_RATE, pcm16k
 from audio.speakers.assign import Turn
 from audio.speakers.diarize import pcm_embeddings, speaker_turns
+from audio.speakers.embed import SHIFT_SECONDS
 from audio.speakers.regions import speech_regions
 from audio.speakers.voices import (
     MATCH_SIMILARITY,
@@ -128,3 +129,18 @@ def test_refine_changes_nothing_without_voices_or_where_the_clustering_was_right
     assert refine(found, turns, voices[:0]) == turns
     assert len(who(found, turns, 0, 1e9)) == 3  # the three people told apart
     assert refine(found, turns, voices) == turns
+
+
+def test_refine_never_splits_one_person_named_twice(speech):
+    """The owner named the reader twice, as two voices never merged (one from each excerpt): the
+    reader's windows fall nearer one voice in one excerpt and nearer the other in the other, and
+    the reader stays one speaker all the same."""
+    found, _ = embedded(samples(DATA / "librivox_reader.ogg"))
+    one = [Turn(float(found.times[0, 0]), 1e9, "S1")]
+    middle = float(found.times[len(found) // 2, 0])
+    halves = speaker_prints(found, [Turn(float(found.times[0, 0]), middle, "A"), Turn(middle, 1e9, "B")])
+    twice = np.stack([halves["A"].centroid, halves["B"].centroid])
+    assert float(twice[0] @ twice[1]) >= MATCH_SIMILARITY  # alike: one person
+    nearest = np.argmax(found.vectors @ twice.T, axis=1)
+    assert min(np.sum(nearest == 0), np.sum(nearest == 1)) * SHIFT_SECONDS >= MIN_MATCH_SECONDS  # one to refuse
+    assert {t.speaker for t in refine(found, one, twice)} == {"S1"}
