@@ -4,6 +4,7 @@ is not, and `refine` splits a speaker that is two enrolled voices and joins two 
 one. The embeddings are the CAM++ model's, computed once for the module."""
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def speech():
     speaker's other recording, and a person never enrolled."""
     reader = samples(DATA / "librivox_reader.ogg")
     regions = speech_regions(reader.astype(np.float32) / 32768)
-    _, cut, _ = max((b[0] - a[1], (a[1] + b[0]) / 2, i) for i, (a, b) in enumerate(zip(regions, regions[1:])))
+    _, cut, _ = max((b[0] - a[1], (a[1] + b[0]) / 2, i) for i, (a, b) in enumerate(itertools.pairwise(regions)))
     first, second = reader[: int(cut * SAMPLE_RATE)], reader[int(cut * SAMPLE_RATE) :]
     rows = []
     for voice_id, recording in ((1, first), (2, samples(DATA / "mfa_uhuh.flac"))):
@@ -82,7 +83,7 @@ def test_an_enrolled_voice_is_named_on_another_recording_and_a_stranger_is_not(s
 def test_a_stranger_is_below_the_threshold_and_a_rejected_voice_is_never_matched(speech):
     """The stranger's speech is enough to be matched (so the miss is the threshold's doing); a
     voice the owner rejected for a speaker is not matched to it, the other speakers keep theirs."""
-    voice_ids, voices, found, (reader, mfa, stranger) = speech
+    voice_ids, voices, found, (_, mfa, stranger) = speech
     by_person = [Turn(float(found.times[0, 0]), mfa - 0.5, "S1"), Turn(mfa - 0.5, stranger - 0.5, "S2"),
                  Turn(stranger - 0.5, 1e9, "S3")]
     prints = speaker_prints(found, by_person)
