@@ -25,6 +25,7 @@ from db import Store
 from domain.claims import HaltReason, PermanentStepError
 from domain.corrections import RECOGNISED
 from service.config import Settings
+from service.meaning import record_passages
 
 
 def find_turns(
@@ -100,13 +101,17 @@ def _from_byte(pieces: Iterable[bytes], skip: int, beat: Heartbeat) -> Iterator[
 def diarize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -> dict:
     """The step's work: the turns found; `said`, each segment's speaker labels in the text's
     order (what its search row keeps, so a search can keep one speaker's words); and `speakers`,
-    each speaker's print with the owner's voice it matches, if any (`matched_speakers`)."""
+    each speaker's print with the owner's voice it matches, if any (`matched_speakers`); and the
+    text's passages cut again at the speakers' changes."""
     turns, prints, voices = find_turns(store, record, beat, settings)
     beat()
+    said = said_by(store, record["id"], turns)
     return {
         "turns": turns,
-        "said": said_by(store, record["id"], turns),
+        "said": said,
         "speakers": matched_speakers(store, record, prints, voices),
+        # the passages cut again where the speaker changes (embedded here, before the save)
+        "passages": record_passages(store, record["id"], record["language"], said),
     }
 
 

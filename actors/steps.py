@@ -17,6 +17,7 @@ from domain.asked import TRANSLATE, task_of
 from domain.claims import HaltReason, PermanentStepError
 from service import metrics
 from service.config import Settings
+from service.meaning import record_passages
 
 
 def spool_original(store: Store, blob_id: int, folder: Path, beat: Callable[[], None]) -> Path:
@@ -123,8 +124,9 @@ def recognize(store: Store, record: dict, beat: Heartbeat, settings: Settings) -
     metrics.recognised(done - first, time.monotonic() - started)
     if done == 0:
         raise RuntimeError("the converted audio is missing from storage")
-    # the save that reaches done assembles the text from the windows saved above
-    return {"engine": recognizer.name}
+    # the save that reaches done assembles the text from the windows saved above, and makes the
+    # text's passages for search by meaning from the embeddings computed here, before it
+    return {"engine": recognizer.name, "passages": record_passages(store, record["id"], language)}
 
 
 def _shifted(segment: dict, offset: float) -> dict:

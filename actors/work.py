@@ -42,10 +42,13 @@ class StepSpec:
 
 STEPS = {
     Step.CONVERT: StepSpec(convert, frozenset({"converted_blob_id", "duration_seconds"}), discard=discard_converted),
-    Step.RECOGNIZE: StepSpec(recognize, frozenset({"engine"})),
+    Step.RECOGNIZE: StepSpec(recognize, frozenset({"engine"}), frozenset({"passages"})),
     # a worker that cannot (or may not) diarize leaves the rows to others
     Step.DIARIZE: StepSpec(
-        diarize, frozenset({"turns"}), frozenset({"said", "speakers"}), runs_here=lambda settings: settings.diarize_on
+        diarize,
+        frozenset({"turns"}),
+        frozenset({"said", "speakers", "passages"}),
+        runs_here=lambda settings: settings.diarize_on,
     ),
 }
 

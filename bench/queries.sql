@@ -290,3 +290,14 @@ VALUES (%(record_id)s, %(label)s, %(voice_id)s, %(centroid)s, %(seconds)s);
 
 -- name: bench_voices_analyze
 ANALYZE voices, voice_samples, speaker_rejections;
+
+-- name: bench_watched_fill
+-- A file of the watched folder as a watcher that transcribed it leaves it (bench/watch.py).
+INSERT INTO watched_files (owner_id, sha256, path, size_bytes, mtime_ns, state)
+VALUES (%s, %s, %s, %s, %s, 'written');
+
+-- name: bench_watched_accepted
+-- When the file at `path` was accepted (the watcher's last write to its row), in seconds since
+-- the epoch.
+SELECT extract(epoch FROM updated_at) AS at FROM watched_files
+WHERE path = %(path)s AND state IN ('accepted', 'refused');

@@ -134,6 +134,8 @@ class Pipeline:
         step = claim.step
         values = {f"f_{name}": _as_parameter(value) for name, value in fields.items()}
         values.update({name: _as_parameter(value) for name, value in (params or {}).items()})
+        # the saves that write a text take its passages (search by meaning): none given, they stay
+        values.setdefault("passages", None)
         values.update(
             id=claim.record_id,
             token=claim.token,

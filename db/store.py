@@ -4,10 +4,10 @@ It is composed of one part per concern, each a thin layer over named queries: th
 claim and writes (`db.pipeline`), intake, edits and deletion of records (`db.records`), the
 owner's corrections of the text (`db.corrections`), owner and operator accounts
 (`db.accounts`), browser sessions (`db.sessions`), audio blobs (`db.blobs`), the read side
-(`db.reads`), the owner's search (`db.search`), repeated uploads (`db.uploads`), resumable
-uploads (`db.resumable`), the diarize step's reads and speaker names (`db.speakers`), the
-owner's voices (`db.voices`), the watched folder's files (`db.watched`), and quotas and audio
-retention (`db.quotas`). No part builds SQL from user input.
+(`db.reads`), the owner's search by words (`db.search`) and by meaning (`db.meaning`), repeated
+uploads (`db.uploads`), resumable uploads (`db.resumable`), the diarize step's reads and speaker
+names (`db.speakers`), the owner's voices (`db.voices`), the watched folder's files
+(`db.watched`), and quotas and audio retention (`db.quotas`). No part builds SQL from user input.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from db.accounts import Accounts
 from db.blobs import Blobs
 from db.corrections import Corrections
 from db.database import Database
+from db.meaning import Meaning
 from db.pipeline import Pipeline
 from db.quotas import Quotas
 from db.reads import Reads
@@ -39,6 +40,7 @@ class Store(
     Blobs,
     Reads,
     Search,
+    Meaning,
     Quotas,
     SessionRows,
     Speakers,

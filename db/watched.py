@@ -58,6 +58,12 @@ class WatchedFiles:
         with self.db.connection() as conn:
             return conn.execute(query("watched_take_over"), params).fetchone() is not None
 
+    def watched_made(self, owner_id: int, seen: SeenFile) -> int | None:
+        """The record of the content made since its row was claimed, if one was (see the query)."""
+        with self.db.connection() as conn:
+            row = conn.execute(query("watched_made"), self._key(owner_id, seen)).fetchone()
+        return None if row is None else int(row["id"])
+
     def watched_accepted(self, owner_id: int, seen: SeenFile, record_id: int) -> None:
         with self.db.connection() as conn:
             conn.execute(query("watched_accepted"), {**self._key(owner_id, seen), "record_id": record_id})

@@ -140,6 +140,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TRANSCRIBER_OPENAI_MODEL", "whisper-1", "the model asked of that server", attribute="openai_model"),
     Setting("TRANSCRIBER_DIARIZE", "auto", "who spoke when: `auto` diarizes done records where the `speakers` "
             "extra is installed, `off` never", choice("value", "auto", "off"), "diarize"),
+    Setting("TRANSCRIBER_MEANING", "on", "search by meaning: `on` embeds the passages of English records where "
+            "the `meaning` extra is installed and the database has pgvector, `off` never (search by words only)",
+            choice("value", "on", "off")),
+    Setting("TRANSCRIBER_MEANING_WEIGHTS", None, "the folder of the sentence model's weights, fetched into it when "
+            "missing; unset: `models/meaning` under TRANSCRIBER_HOME", PATH),
     Setting("TRANSCRIBER_TICK_SECONDS", "1", "how often the scheduler sends the per-step wake-ups",
             number(0.05, 3600), "tick_seconds"),
     *_per_step(),

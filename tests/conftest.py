@@ -278,11 +278,11 @@ def policy(lease=60.0, time_limit=3600.0, max_attempts=3, backoff=10.0):
                       backoff_seconds=backoff)
 
 
-def save_result(store: Store, claim, fields: dict, diarize: bool = False) -> bool:
-    """A step's save as a worker makes it: the fields, and the next step queued (with `diarize`,
-    the diarize step after done, unless the upload said off)."""
+def save_result(store: Store, claim, fields: dict, diarize: bool = False, params: dict | None = None) -> bool:
+    """A step's save as a worker makes it: the fields (and `params`, the rest its statement takes),
+    and the next step queued (with `diarize`, the diarize step after done, unless the upload said off)."""
     wanted = (store.read_record(claim.record_id) or {}).get("speakers_wanted") != "off"
-    return store.save(claim, fields, next_step=claim.step.next(speakers=diarize and wanted))
+    return store.save(claim, fields, params, next_step=claim.step.next(speakers=diarize and wanted))
 
 
 def checkpoint(store: Store, claim, start: float, end: float, segments: list[dict], language: str | None,
@@ -373,3 +373,64 @@ def drop_queue(name: str, redis_url: str | None = None, amqp_url: str | None = N
             for queue in (name, f"{name}.DQ", f"{name}.XQ"):
                 channel.queue_delete(queue)
 
+
+
+@pytest.fixture(scope="session")
+def vector_server(postgresql_noproc):
+    """A PostgreSQL server with pgvector for the tests of search by meaning, one per session: the
+    suite's own server when it offers the extension, else an embedded one (pgserver ships it),
+    with a template database the migrations built once. Skipped without the `meaning` extra."""
+    from audio import meaning
+
+    if not meaning.extra_installed():
+        pytest.skip("search by meaning needs the `meaning` extra")
+    server = postgresql_noproc
+    admin = conninfo(server.host, server.port, server.user, "postgres", server.password)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        offered = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    embedded = None
+    if not offered:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            directory = Path(tempfile.mkdtemp(prefix="trpv", dir="/tmp"))
+            embedded = pgserver.get_server(directory / "d", cleanup_mode="delete")
+        info = embedded.get_postmaster_info()
+        admin = conninfo(info.socket_dir, info.port, "postgres", "postgres")
+    template = f"meaning_template_{os.getpid()}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{template}"')
+    with Database(psycopg.conninfo.make_conninfo(admin, dbname=template), max_size=1) as db:
+        db.migrate()
+    yield admin, template
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+    if embedded is not None:
+        embedded.cleanup()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+_vector_databases = itertools.count(1)
+
+
+@pytest.fixture
+def vector_url(vector_server) -> str:
+    """The URL of this test's own fresh, migrated database on the pgvector server."""
+    admin, template = vector_server
+    name = f"meaning_{os.getpid()}_{next(_vector_databases)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    yield psycopg.conninfo.make_conninfo(admin, dbname=name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def vector_store(vector_url) -> Store:
+    database = Database(vector_url, max_size=12)
+    yield Store(database)
+    database.close()

@@ -9,12 +9,14 @@ from domain.stages import Step
 
 def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], *, language: str = "en",
                 title: str = "", windows: int = 1, audio: bytes = b"not really audio", diarize: bool = False,
-                words: bool = False, english: list[tuple[float, float, str]] | None = None) -> int:
+                words: bool = False, english: list[tuple[float, float, str]] | None = None,
+                passages: bool = False) -> int:
     """A record of the owner's, done, whose text is `segments` (start, end, text), saved in
     `windows` checkpoints as recognition saves them, its original `audio`; with `diarize`, queued
     for the diarize step; with `words`, each word timed evenly across its segment; with `english`,
-    asked to translate, and these its English segments, each saved with the window it starts in.
-    The store must have no other claimable record."""
+    asked to translate, and these its English segments, each saved with the window it starts in;
+    with `passages`, its passages made and embedded as the recognize step makes them. The store
+    must have no other claimable record."""
     asked = Asked(task=TRANSLATE) if english is not None else Asked()
     record_id = store.accept(owner_id, [audio], title=title, source_name="a.bin", asked=asked)
     end = max((segment[1] for segment in segments), default=1.0)
@@ -32,7 +34,12 @@ def done_record(store, owner_id: int, segments: list[tuple[float, float, str]], 
             {"start": s, "end": e, "text": t, "words": timed_words(s, e, t)}
             for s, e, t in english if start <= s < stop or (s >= stop and index == len(edges) - 2)]
         assert checkpoint(store, claim, start, stop, part, language, 60, english=translated)
-    assert save_result(store, claim, {"engine": "test"}, diarize=diarize)
+    params = None
+    if passages:
+        from service.meaning import record_passages
+
+        params = {"passages": record_passages(store, record_id, language)}
+    assert save_result(store, claim, {"engine": "test"}, diarize=diarize, params=params)
     return record_id
 
 

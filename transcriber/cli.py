@@ -14,7 +14,7 @@ from domain.owners import InvalidOwnerName
 from service import config, logs
 from service.brokers import BrokerUnavailable
 from service.intake import IntakeError
-from transcriber import accounts, operations, records, search, voices, watch
+from transcriber import accounts, meaning, operations, records, search, voices, watch
 from transcriber.console import EXIT_USAGE, UserError
 
 
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="transcriber", description="Self-hosted speech-to-text.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (operations, accounts, records, search, voices, watch):
+    for commands in (operations, accounts, records, search, meaning, voices, watch):
         commands.add_commands(sub)
     return parser
 

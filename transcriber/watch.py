@@ -22,6 +22,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ LEASE_SECONDS = 300.0
 DUE_SECONDS = 1.0  # how often the records accepted are looked at for results to write
 KEY_PREFIX = "transcriber-watch:"
 TICK_SECONDS = 0.1
+UNWORKED_SECONDS = 60.0  # a record not taken up by any worker this long: no worker may be running
 
 
 def content_key(sha256: bytes) -> SameUpload:
@@ -86,6 +88,7 @@ class Watcher:
         self.reach = Reachability("the watcher keeps")
         self.halts_told: set[int] = set()
         self.problems_told: set[int] = set()
+        self.unworked_told = False
         self._next_due = 0.0
         self._known = False
 
@@ -94,8 +97,9 @@ class Watcher:
         if not self._known and not self._attempt(self._remember):
             time.sleep(timeout)
             return
-        now = time.monotonic()
-        for path, stat in self.folder.changes(timeout).items():
+        changes = self.folder.changes(timeout)
+        now = time.monotonic()  # after the wait: a change is dated no earlier than it was heard
+        for path, stat in changes.items():
             self.settling.note(path, stat, now)
         for path, stat in self.settling.settled(time.monotonic()):
             if self._attempt(self.take, path, stat):
@@ -155,11 +159,14 @@ class Watcher:
                 return False  # a live watcher is making its record: known once it has
             if not self.store.take_over_watched(self.owner_id, seen, was, self.holder, LEASE_SECONDS):
                 return False
+            made = self.store.watched_made(self.owner_id, seen)
+            if made is not None:  # its holder ended after intake made the record
+                self._accepted(seen, made)
+                return True
         self._accept(seen)
         return True
 
     def _accept(self, seen: SeenFile) -> None:
-        name = os.path.basename(seen.path)
         try:
             record_id, _ = accept_recording(
                 self.store, self.settings, Path(seen.path), owner_id=self.owner_id, same=content_key(seen.sha256)
@@ -169,8 +176,11 @@ class Watcher:
             results.write_error(seen.path, str(error))
             _say(f"{seen.path}: refused: {error}")
             return
+        self._accepted(seen, record_id)
+
+    def _accepted(self, seen: SeenFile, record_id: int) -> None:
         self.store.watched_accepted(self.owner_id, seen, record_id)
-        logger.info("record {} accepted from the watched file {}", record_id, name)
+        logger.info("record {} accepted from the watched file {}", record_id, os.path.basename(seen.path))
         _say(f"[record {record_id}] {seen.path}: accepted")
 
     def _known_content(self, seen: SeenFile, row: dict[str, Any]) -> None:
@@ -183,6 +193,8 @@ class Watcher:
             results.write_error(seen.path, row["error"])
         elif row["state"] == "accepted" and not os.path.exists(first):
             self.store.watched_moved(self.owner_id, seen)
+            _say(f"[record {record_id}] {seen.path}: renamed from {first}: its results go here")
+            return
         _say(f"{seen.path}: the same content as {first} (record {record_id}): not transcribed again")
 
     def write_due(self) -> None:
@@ -190,6 +202,7 @@ class Watcher:
         for row in self.store.watched_due(self.owner_id, self.prefix):
             c = card(row)
             if not finished(c):
+                self._unworked(row, c)
                 continue
             record_id, path = c["id"], row["watched_path"]
             if c["halt"]:
@@ -204,6 +217,20 @@ class Watcher:
             if transcript is not None and self._write(record_id, results.write_results, path, transcript, self.formats):
                 self.store.watched_written(self.owner_id, row["watched_sha256"])
                 _say(f"[record {record_id}] {path}: results written ({', '.join(self.formats)})")
+
+    def _unworked(self, row: dict[str, Any], c: dict[str, Any]) -> None:
+        """Say once when a record accepted here has waited long for its first step: no worker
+        may be running on this database."""
+        waited = (datetime.now(UTC) - row["created_at"]).total_seconds()
+        if self.unworked_told or c["stage"] != "created" or c["working"] or c["attempts"] or waited < UNWORKED_SECONDS:
+            return
+        self.unworked_told = True
+        logger.warning(
+            "record {} has waited {:.0f} s for a worker: records are transcribed by workers on this "
+            "database (transcriber up, dramatiq actors), or by the watcher itself with --work",
+            c["id"],
+            waited,
+        )
 
     def _write(self, record_id: int, write: Callable[..., None], *args: Any) -> bool:
         try:

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from domain.corrections import NoSuchSegment, NotDone, NotTranslated
+from domain.corrections import NoSuchSegment, NoSuchWord, NotDone, NotTranslated
 from domain.errors import TranscriberError
 from domain.resume import NotHalted
 from domain.search import QueryProblem
@@ -28,6 +28,7 @@ from service.intake import (
     TooLarge,
     UnsupportedAudio,
 )
+from service.search import MeaningUnavailable
 
 NOT_FOUND = ("not_found", "no such record")
 
@@ -47,10 +48,12 @@ STATUS = {
     BadPrompt: 422,
     BadTask: 422,
     QueryProblem: 422,
+    MeaningUnavailable: 409,
     NotHalted: 409,
     NotDone: 409,
     NotTranslated: 409,
     NoSuchSegment: 422,
+    NoSuchWord: 422,
     NoSuchVoice: 404,
     VoiceNameTaken: 409,
     BadMerge: 422,

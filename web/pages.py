@@ -43,8 +43,11 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-# what the owner's page loads before owner.js (the panel needs none of them)
-OWNER_SCRIPTS = "".join(f'<script src="/ui/{name}.js"></script>' for name in ("search", "speakers", "voices"))
+# what the owner's page loads before owner.js (the panel needs none of them); tus.min.js is
+# tus-js-client, kept here with its licence (tus.LICENSE)
+OWNER_SCRIPTS = "".join(
+    f'<script src="/ui/{name}.js"></script>' for name in ("tus.min", "search", "speakers", "voices", "recorder")
+)
 FORMS = frozenset({"/session", "/session/end", "/admin/session", "/admin/session/end"})
 
 

@@ -3,7 +3,7 @@ the operator's panel has no such address (operators never see transcript text)."
 
 from collections.abc import Callable
 from datetime import date
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
@@ -11,7 +11,8 @@ from db import Store
 from domain.search import MAX_QUERY_CHARS
 from domain.stages import Stage
 from service import inputs
-from service.search import QueryProblem, hits
+from service.search import MeaningUnavailable, QueryProblem
+from service.search import search as find
 from web.errors import ApiError, refusal
 from web.paging import page_address
 
@@ -39,12 +40,20 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
             max_length=inputs.MAX_SPEAKER_NAME,
             description="only what this speaker said: a label (S1), the name the owner gave it or its voice's name",
         ),
+        mode: Literal["words", "meaning", "both"] = Query(
+            default="both",
+            description="`words`: the words asked; `meaning`: passages that mean what is asked, in other words "
+            "(English records); `both`: the two rankings fused",
+        ),
     ):
         """The caller's segments (and titles, summaries, topics) that match `q`, best first; each
         hit names its record, its segment's `start` and `end`, `at` (when its first matched word
-        was said; null for a title hit) and a snippet with the matched words in `<mark>`. `total`
-        counts up to 1,000 hits: when more match, it is 1000 with `total_capped` true, and the
-        pages are the best of the first 1,000 found."""
+        was said; null for a title hit), a snippet with the matched words in `<mark>` and how it
+        `matched` (`words`, `meaning`). By words, `total` counts up to 1,000 hits: when more
+        match, it is 1000 with `total_capped` true, and the pages are the best of the first
+        1,000 found; by meaning or both, the pages are the best 50 of each ranking, fused.
+        `mode=meaning` answers 409 `meaning_unavailable` where it cannot run (the message says
+        what enables it); `both` then answers by words, and says so in `notes`."""
         if len(q) > MAX_QUERY_CHARS:
             raise ApiError(422, "query_too_long", f"a query has at most {MAX_QUERY_CHARS} characters")
         for name, value in (("topic", topic), ("speaker", speaker)):
@@ -52,16 +61,15 @@ def router(store: Store, owner: Callable[..., dict]) -> APIRouter:
                 raise ApiError(422, f"bad_{name}", f"{name} {inputs.text_problem(value)}")
         filters = {"stage": stage.value if stage else None, "topic": topic, "speaker": speaker}
         try:
-            items, (total, capped) = hits(
-                store, who["id"], q, limit=limit, offset=offset, since=from_, until=to, **filters
-            )
-        except QueryProblem as problem:
+            found = find(store, who["id"], q, mode=mode, limit=limit, offset=offset, since=from_, until=to, **filters)
+        except (QueryProblem, MeaningUnavailable) as problem:
             raise refusal(problem) from None
+        items, (total, capped) = found.items, found.counted
         following = offset + len(items)
         next_page = None
         if following < total:
             dates = {"from": from_, "to": to}
-            next_page = page_address("/search", q=q, limit=limit, offset=following, **filters, **dates)
-        return {"items": items, "total": total, "total_capped": capped, "next": next_page}
+            next_page = page_address("/search", q=q, limit=limit, offset=following, mode=mode, **filters, **dates)
+        return {"items": items, "total": total, "total_capped": capped, "next": next_page, "notes": found.notes}
 
     return routes

@@ -33,11 +33,15 @@ WHERE c.relnamespace = 'public'::regnamespace AND k.contype <> 'n'
 ORDER BY c.relname, k.conname, definition;
 
 -- name: catalog_indexes
+-- Not an index of an access method an extension brings (pgvector's hnsw): made only on a server
+-- that offers the extension (0008_passages.sql), so it is not part of the schema every server has.
 SELECT t.relname AS table_name, i.relname AS name, pg_get_indexdef(i.oid) AS definition
 FROM pg_index x
 JOIN pg_class i ON i.oid = x.indexrelid
 JOIN pg_class t ON t.oid = x.indrelid
+JOIN pg_am m ON m.oid = i.relam
 WHERE t.relnamespace = 'public'::regnamespace
+  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_am'::regclass AND d.objid = m.oid AND d.deptype = 'e')
 ORDER BY t.relname, i.relname;
 
 -- name: catalog_triggers
@@ -70,10 +74,12 @@ WHERE c.relnamespace = 'public'::regnamespace
 ORDER BY c.relname;
 
 -- name: catalog_functions
+-- The schema's own: not those an extension brings (pgvector's, where the server offers it).
 SELECT p.proname AS name, pg_get_function_identity_arguments(p.oid) AS arguments,
        pg_get_functiondef(p.oid) AS definition
 FROM pg_proc p
 WHERE p.pronamespace = 'public'::regnamespace AND p.prokind IN ('f', 'p')
+  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
 ORDER BY p.proname, arguments;
 
 -- name: catalog_types
@@ -94,10 +100,12 @@ SELECT t.typname AS name,
 FROM pg_type t
 LEFT JOIN pg_class c ON c.oid = t.typrelid
 WHERE t.typnamespace = 'public'::regnamespace AND t.typelem = 0 AND (c.oid IS NULL OR c.relkind = 'c')
+  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e')
 ORDER BY t.typname;
 
 -- name: catalog_extensions
-SELECT e.extname AS name FROM pg_extension e WHERE e.extname <> 'plpgsql' ORDER BY e.extname;
+-- pgvector is created where the server offers it (0008_passages.sql), so it is not listed.
+SELECT e.extname AS name FROM pg_extension e WHERE e.extname NOT IN ('plpgsql', 'vector') ORDER BY e.extname;
 
 -- name: create_scratch_database
 CREATE DATABASE {database};

@@ -133,7 +133,10 @@ said AS MATERIALIZED (
         updated_at = now()
     FROM finished f, records old
     WHERE r.id = f.record_id AND old.id = r.id
-    RETURNING r.id AS record_id, jsonb_build_object() AS detail, old.converted_blob_id AS released_blob_id,
+    -- the text's passages for search by meaning (keep_passages), made anew by the same statement
+    RETURNING r.id AS record_id,
+              jsonb_build_object('passages', keep_passages(r.id, r.owner_id, %(passages)s::jsonb)) AS detail,
+              old.converted_blob_id AS released_blob_id,
               r.owner_id, search_config(r.language) AS config, r.title, r.summary, r.topics
 ), headed AS (
     -- the record becomes searchable by the same statement: a row for its title, summary and
@@ -179,7 +182,10 @@ saved AS (
         updated_at = now()
     FROM finished f
     WHERE r.id = f.record_id
-    RETURNING r.id AS record_id, jsonb_build_object('turns', jsonb_array_length(r.turns)) AS detail,
+    -- the passages cut again where the speaker changes (keep_passages; NULL: they stay)
+    RETURNING r.id AS record_id,
+              jsonb_build_object('turns', jsonb_array_length(r.turns),
+                                 'passages', keep_passages(r.id, r.owner_id, %(passages)s::jsonb)) AS detail,
               NULL::bigint AS released_blob_id
 ), labelled AS (
     UPDATE search_rows r SET speakers = ARRAY(SELECT jsonb_array_elements_text(x.labels))

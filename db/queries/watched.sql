@@ -34,6 +34,16 @@ WHERE owner_id = %(owner_id)s AND sha256 = %(sha256)s AND state = 'accepting'
   AND holder IS NOT DISTINCT FROM %(was)s
 RETURNING state;
 
+-- name: watched_made
+-- The owner's record of this content made since its row was first claimed: what a watcher that
+-- ended between intake's commit and its own row's update left (intake's key finds it too, for
+-- as long as the key is kept).
+SELECT r.id FROM watched_files w
+JOIN records r ON r.owner_id = w.owner_id AND r.content_sha256 = w.sha256 AND r.created_at >= w.seen_at
+WHERE w.owner_id = %(owner_id)s AND w.sha256 = %(sha256)s
+ORDER BY r.id
+LIMIT 1;
+
 -- name: watched_accepted
 -- The content is a record now; the row's holder lets go.
 UPDATE watched_files

@@ -30,9 +30,10 @@ function replace(target, ...children) {
 }
 
 // A call to the service's JSON API; the session cookie stands for the token, the CSRF token
-// goes with every change. A lost session (401) shows the sign-in form again.
-async function api(method, url, body) {
-  const headers = { Accept: "application/json" };
+// goes with every change. A lost session (401) shows the sign-in form again. `extra`: more
+// headers (tus's Tus-Resumable on /uploads).
+async function api(method, url, body, extra) {
+  const headers = { Accept: "application/json", ...extra };
   if (method !== "GET") headers["X-CSRF-Token"] = PAGE.csrf;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let answer;

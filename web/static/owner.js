@@ -2,6 +2,13 @@
 "use strict";
 const POLL_MS = 1500;
 const PAGE_SIZE = 20;
+// A file goes up in pieces of this size: each is kept by the service before it is acknowledged,
+// so a cut costs at most one piece.
+const UPLOAD_CHUNK_BYTES = 4 * 1024 * 1024;
+// pauses before each new try after a failed piece (no answer, 5xx, 409, 423), some two minutes
+// in all, short first (a service restarting is back in seconds); any progress starts the count
+// again, and when they run out the row says how to go on
+const UPLOAD_RETRY_MS = [0, 1000, 1000, 2000, 2000, 5000, 10000, 15000, 30000, 60000];
 
 function titleOf(card) {
   return card.title || card.source_name || t("untitled", { id: card.id });
@@ -14,6 +21,11 @@ function stateOf(card) {
                                        t("retry_in", { seconds: Math.ceil(card.retry_in_seconds) }));
   if (card.stage === "done") return el("span", { class: "state done" }, t("stage_done"));
   return el("span", { class: "state " + (card.working ? "working" : "queued") }, t(card.working ? "working" : "queued"));
+}
+
+// a recording the service finished after its page stopped sending (the tab closed mid-recording)
+function cutShortOf(card) {
+  return card.cut_short ? [" ", el("span", { class: "badge cut-short", title: t("cut_short_hint") }, t("cut_short"))] : null;
 }
 
 function progressOf(card) {
@@ -39,7 +51,7 @@ function recordsView(root) {
     el("h2", {}, t("upload")),
     el("p", { class: "hint" }, t("upload_hint")),
     el("label", { for: "file-picker", class: "button" }, t("choose_files")),
-    picker, uploads);
+    picker, recorderView(uploads, () => { offset = 0; refresh(); }), uploads);
   const problem = el("p", { class: "error", id: "problem", role: "alert" });
   replace(root, searchView(), zone, el("section", { class: "card" }, el("h1", {}, t("records")), problem, table, pager),
           voicesView());
@@ -62,10 +74,90 @@ function recordsView(root) {
       const status = el("span", { class: "status" }, t("uploading"));
       const row = el("li", { class: "upload", "data-name": file.name }, el("span", { class: "name" }, file.name), bar, status);
       uploads.append(row);
-      chain = chain.then(() => send(file, bar, status, row));
+      const resumable = window.tus && tus.isSupported;
+      chain = chain.then(() => (resumable ? sendResumable : send)(file, bar, status, row));
     }
   }
 
+  function accepted(id, bar, status, row) {
+    bar.value = 100;
+    row.classList.add("accepted");
+    row.dataset.record = String(id);
+    replace(status, el("a", { href: "/view/" + id }, t("accepted")));
+    offset = 0;
+    refresh();
+  }
+
+  // A file as a tus upload (tus-js-client, POST /uploads then PATCHes of UPLOAD_CHUNK_BYTES): a
+  // failed piece is tried again from the offset the service answers to HEAD, a stopped service
+  // included; the upload's address is kept in localStorage under the file's fingerprint (name,
+  // type, size, date), so the same file chosen again after a reload goes on from where it stopped.
+  function sendResumable(file, bar, status, row) {
+    return new Promise((resolve) => {
+      let record = null;
+      const upload = new tus.Upload(file, {
+        endpoint: "/uploads",
+        chunkSize: UPLOAD_CHUNK_BYTES,
+        retryDelays: UPLOAD_RETRY_MS,
+        metadata: { filename: file.name },
+        headers: { "X-CSRF-Token": PAGE.csrf },
+        removeFingerprintOnSuccess: true,
+        onAfterResponse: (_request, response) => {
+          const named = response.getHeader("Upload-Record");
+          if (named) record = Number(named);
+        },
+        onProgress: (sent, total) => {
+          bar.value = total ? Math.floor((100 * sent) / total) : 0;
+          if (upload.url) row.dataset.upload = new URL(upload.url, window.location.href).pathname;
+        },
+        onError: (error) => {
+          const answer = error.originalResponse;
+          const code = answer ? answer.getStatus() : 0;
+          if (code === 401) { window.location.reload(); return resolve(); }
+          row.classList.add("refused");
+          if (code >= 400 && code < 500) {
+            let reason = "HTTP " + code;
+            try { reason = JSON.parse(answer.getBody()).message || reason; } catch (_) { /* not JSON */ }
+            replace(status, t("refused", { reason }));
+          } else {
+            replace(status, t("upload_stopped", { percent: bar.value }));
+          }
+          resolve();
+        },
+        onSuccess: async () => {
+          const outcome = record === null ? await recordOfUpload(upload.url) : { record };
+          if (outcome.record !== undefined) accepted(outcome.record, bar, status, row);
+          else {
+            row.classList.add("refused");
+            replace(status, outcome.reason ? t("refused", { reason: outcome.reason }) : t("upload_failed"));
+          }
+          resolve();
+        },
+      });
+      upload.findPreviousUploads().then((previous) => {
+        if (previous.length) {
+          upload.resumeFromPreviousUpload(previous[0]);
+          row.dataset.resumed = "true";
+          replace(status, t("upload_resuming"));
+        }
+        upload.start();
+      });
+    });
+  }
+
+  // What a finished upload became, as GET /uploads/{id} says: `{record}`, or `{reason}` when the
+  // service refused its bytes (an empty file is finished without a PATCH, so it is refused here).
+  async function recordOfUpload(url) {
+    for (let tries = 0; tries < 120; tries++) {
+      const answer = await api("GET", new URL(url, window.location.href).pathname, undefined, { "Tus-Resumable": TUS_VERSION });
+      if (answer.ok && answer.data && answer.data.record !== null && answer.data.record !== undefined) return { record: answer.data.record };
+      if (answer.status >= 400 && answer.status < 500) return { reason: reasonOf(answer) };
+      await new Promise((wait) => setTimeout(wait, 500));
+    }
+    return {};
+  }
+
+  // The plain upload (POST /records, one request), where tus-js-client cannot run.
   function send(file, bar, status, row) {
     return new Promise((resolve) => {
       const form = new FormData();
@@ -81,11 +173,7 @@ function recordsView(root) {
         let data = {};
         try { data = JSON.parse(xhr.responseText); } catch (_) { data = {}; }
         if (xhr.status === 201) {
-          bar.value = 100;
-          row.classList.add("accepted");
-          replace(status, el("a", { href: "/view/" + data.id }, t("accepted")));
-          offset = 0;
-          refresh();
+          accepted(data.id, bar, status, row);
         } else {
           if (xhr.status === 401) { window.location.reload(); return resolve(); }
           row.classList.add("refused");
@@ -117,7 +205,7 @@ function recordsView(root) {
         el("tbody", {}, items.map((card) => el("tr", {
             id: "record-" + card.id, class: "record", "data-stage": card.stage,
             "data-halted": card.halt ? card.halt.reason : null },
-          el("td", {}, el("a", { href: "/view/" + card.id, class: "title" }, titleOf(card))),
+          el("td", {}, el("a", { href: "/view/" + card.id, class: "title" }, titleOf(card)), cutShortOf(card)),
           el("td", { class: "stage" }, stageText(card.stage)),
           el("td", {}, progressOf(card)),
           el("td", { class: "attempts" }, card.attempts ? t("failures", { count: card.attempts }) : "0"),
@@ -271,6 +359,7 @@ function recordView(root, id) {
       card.halt ? el("p", { class: "muted" }, t("halted_note")) : null);
     const fact = (label, value) => [el("dt", {}, label), el("dd", {}, value)];
     replace(facts, fact(t("duration"), clock(card.duration_seconds)), fact(t("added"), when(card.created_at)),
+      card.cut_short ? fact(t("cut_short"), el("span", { id: "cut-short" }, t("cut_short_hint"))) : null,
       card.language ? fact(t("language_of_audio"), card.language_probability == null ? card.language
         : card.language + " (" + Math.round(100 * card.language_probability) + " %)") : null,
       card.prompt ? fact(t("prompt_of_record"), card.prompt) : null,

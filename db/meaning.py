@@ -1,0 +1,100 @@
+"""Search by meaning's side of the store: whether the database can serve it, the segments
+passages are cut from, passages made again after an edit, and the owner's passages nearest a
+query's embedding. The statements are in `queries/meaning.sql`; the passages themselves are
+written by the saves that write the text (keep_passages, 0008_passages.sql)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import date
+
+from psycopg.rows import DictRow
+
+from db.database import Database
+from db.queries import query
+
+# an owner with more passages than this is served by the HNSW index; fewer are compared one by
+# one (BENCHMARKS.md, Search by meaning)
+EXACT_UP_TO = 20_000
+# neighbours the HNSW walk keeps: pgvector's most, as an owner's passages are a part of all
+WALK_WIDTH = 1000
+_READY_RECHECK_SECONDS = 30.0
+
+
+class Meaning:
+    """Passages and the search by meaning; a part of `db.store.Store`."""
+
+    db: Database
+    _meaning_ready: tuple[bool, float] | None = None
+
+    def meaning_ready(self) -> bool:
+        """Whether the database has pgvector. Once it has, it is kept; until then asked again
+        every 30 s (an operator may create the extension while the service runs)."""
+        known = self._meaning_ready
+        if known is not None and (known[0] or time.monotonic() - known[1] < _READY_RECHECK_SECONDS):
+            return known[0]
+        with self.db.connection() as conn:
+            row = conn.execute(query("meaning_ready")).fetchone()
+        ready = bool(row and row["ready"])
+        self._meaning_ready = (ready, time.monotonic())
+        return ready
+
+    def passage_segments(self, record_id: int) -> list[DictRow]:
+        """The record's segments in order (n from 1), with the owner's corrected text."""
+        with self.db.connection() as conn:
+            return conn.execute(query("passage_segments"), {"id": record_id}).fetchall()
+
+    def passages_holding(self, record_id: int, segments: Sequence[int]) -> list[DictRow]:
+        """The record's passages that hold any of `segments` (search_rows.n), each with its
+        segments' texts as the search rows hold them now."""
+        with self.db.connection() as conn:
+            return conn.execute(query("passages_holding"), {"id": record_id, "segments": list(segments)}).fetchall()
+
+    def remake_passage(self, record_id: int, n: int, was: str, body: str, embedding: Sequence[float] | None) -> bool:
+        """Passage `n` made again from `body` (dropped when `embedding` is None), if it still
+        holds `was`; False when another edit remade it first."""
+        params = {"id": record_id, "n": n, "was": was, "body": body, "embedding": list(embedding or [])}
+        with self.db.connection() as conn:
+            statement = query("remake_passage" if embedding is not None else "drop_passage")
+            return conn.execute(statement, params).fetchone() is not None
+
+    def owner_not_english(self, owner_id: int) -> int:
+        """How many of the owner's done records are not in English (found by words only)."""
+        with self.db.connection() as conn:
+            row = conn.execute(query("owner_not_english"), {"owner_id": owner_id}).fetchone()
+        return int(row["records"]) if row else 0
+
+    def nearest_passages(
+        self,
+        owner_id: int,
+        vector: str,
+        *,
+        limit: int,
+        stage: str | None = None,
+        topic: str | None = None,
+        since: date | None = None,
+        until: date | None = None,
+        speaker: str | None = None,
+    ) -> list[DictRow]:
+        """The owner's `limit` passages nearest in meaning to `vector` (pgvector's text form),
+        best first, with their record's title and `score` (the cosine). Only where
+        `meaning_ready`."""
+        params = {
+            "owner_id": owner_id,
+            "vector": vector,
+            "limit": limit,
+            "stage": stage,
+            "topic": topic,
+            "since": since,
+            "until": until,
+            "speaker": speaker,
+            "width": WALK_WIDTH,
+            "cap": EXACT_UP_TO + 1,
+        }
+        with self.db.transaction() as conn:
+            many = conn.execute(query("owner_passages_capped"), params).fetchone()
+            if many is not None and many["passages"] > EXACT_UP_TO:
+                conn.execute(query("meaning_search_width"), params)
+                return conn.execute(query("meaning_nearest"), params, prepare=False).fetchall()
+            return conn.execute(query("meaning_exact"), params, prepare=False).fetchall()

@@ -1,0 +1,114 @@
+-- Statements of search by meaning (passages, 0008_passages.sql). Every read is bounded by the
+-- owner's id; the statements that name pgvector's type run only where the server has it
+-- (meaning_ready).
+
+-- name: meaning_ready
+-- Whether this database has pgvector: search by meaning runs, and passages are embedded.
+SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'vector') AS ready;
+
+-- name: passage_segments
+-- A record's segments as its passages are cut from them, before or after done: in recording
+-- order (n from 1, as its search rows number them), each with the owner's corrected text where
+-- a correction has its times (save_recognize writes the search rows the same way).
+SELECT row_number() OVER (ORDER BY w.from_seconds, e.n)::int AS n, e.start, e."end",
+       coalesce(k.text, e.text, '') AS text
+FROM record_windows w,
+     ROWS FROM (jsonb_to_recordset(w.segments) AS (start float8, "end" float8, text text))
+         WITH ORDINALITY AS e(start, "end", text, n)
+LEFT JOIN record_corrections k ON k.record_id = %(id)s AND k.start_seconds = e.start AND k.end_seconds = e."end"
+WHERE w.record_id = %(id)s
+ORDER BY n;
+
+-- name: passages_holding
+-- The passages of a record that hold any of the segments `segments` (search_rows.n), each with
+-- its segments' texts as the search rows hold them (the owner's corrections in): what an edit
+-- makes again.
+SELECT p.n, p.body,
+       array_agg(s.body ORDER BY s.n) AS texts, array_agg(s.n ORDER BY s.n) AS segments
+FROM passages p
+JOIN search_rows s ON s.record_id = p.record_id AND s.n BETWEEN p.first_segment AND p.last_segment
+WHERE p.record_id = %(id)s
+  AND EXISTS (SELECT FROM unnest(%(segments)s::int[]) AS x(n) WHERE x.n BETWEEN p.first_segment AND p.last_segment)
+GROUP BY p.n, p.body
+ORDER BY p.n;
+
+-- name: remake_passage
+-- A passage's text and embedding made again after an edit, only if it still holds the text the
+-- new one was made from (a concurrent edit of another of its segments made it again first).
+UPDATE passages SET body = %(body)s, embedding = %(embedding)s::real[]
+WHERE record_id = %(id)s AND n = %(n)s AND body = %(was)s
+RETURNING n;
+
+-- name: drop_passage
+-- A passage that cannot be made again here (no model in this process): gone rather than stale.
+DELETE FROM passages WHERE record_id = %(id)s AND n = %(n)s AND body = %(was)s RETURNING n;
+
+-- name: owner_passages_capped
+-- How many passages the owner has, counted up to `cap` (by the owner's index, nothing more read).
+SELECT count(*) AS passages FROM (SELECT 1 FROM passages WHERE owner_id = %(owner_id)s LIMIT %(cap)s) AS p;
+
+-- name: owner_not_english
+-- How many of the owner's done records are in a language other than English (not in passages).
+SELECT count(*) AS records FROM records
+WHERE owner_id = %(owner_id)s AND stage = 'done' AND split_part(lower(coalesce(language, 'en')), '-', 1) <> 'en';
+
+-- name: meaning_exact
+-- The owner's passages nearest in meaning to the query's embedding, best first, compared one
+-- by one (the owner's passages read by passages_owner; "+ 0" keeps the HNSW index, which serves
+-- every owner, out of it: for an owner's few thousand passages the exact reading is cheaper and
+-- loses none). Filters as the word search's (search_page).
+WITH named AS MATERIALIZED (
+    SELECT l.record_id, array_agg(l.label) AS labels
+    FROM speaker_labels l
+    WHERE %(speaker)s::text IS NOT NULL AND l.owner_id = %(owner_id)s AND lower(l.name) = lower(%(speaker)s)
+    GROUP BY l.record_id
+)
+SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
+       r.title, 1 - (p.embedding::vector(384) <=> %(vector)s::vector(384)) AS score,
+       CASE WHEN p.speaker IS NOT NULL THEN shown_speaker_names(p.record_id) END AS names
+FROM passages p
+JOIN records r ON r.id = p.record_id
+LEFT JOIN named nm ON nm.record_id = p.record_id
+WHERE p.owner_id = %(owner_id)s
+  AND (%(stage)s::text IS NULL OR r.stage = %(stage)s)
+  AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
+  AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
+  AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
+  AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = p.speaker OR p.speaker = ANY (nm.labels))
+ORDER BY (p.embedding::vector(384) <=> %(vector)s::vector(384)) + 0, p.record_id DESC, p.n
+LIMIT %(limit)s;
+
+-- name: meaning_search_width
+-- How many neighbours the HNSW walk keeps (pgvector's hnsw.ef_search, at most 1000): an owner's
+-- passages are a part of everyone's, and the walk's neighbours are filtered by owner after it.
+SELECT set_config('hnsw.ef_search', %(width)s::text, true);
+
+-- name: meaning_nearest
+-- The same for an owner of many passages: the HNSW index walked (passages_meaning), its
+-- neighbours kept when they are the owner's and pass the filters.
+WITH named AS MATERIALIZED (
+    SELECT l.record_id, array_agg(l.label) AS labels
+    FROM speaker_labels l
+    WHERE %(speaker)s::text IS NOT NULL AND l.owner_id = %(owner_id)s AND lower(l.name) = lower(%(speaker)s)
+    GROUP BY l.record_id
+), near AS MATERIALIZED (
+    SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
+           p.embedding::vector(384) <=> %(vector)s::vector(384) AS distance
+    FROM passages p
+    WHERE p.owner_id = %(owner_id)s
+    ORDER BY p.embedding::vector(384) <=> %(vector)s::vector(384)
+    LIMIT %(width)s
+)
+SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
+       r.title, 1 - p.distance AS score,
+       CASE WHEN p.speaker IS NOT NULL THEN shown_speaker_names(p.record_id) END AS names
+FROM near p
+JOIN records r ON r.id = p.record_id
+LEFT JOIN named nm ON nm.record_id = p.record_id
+WHERE (%(stage)s::text IS NULL OR r.stage = %(stage)s)
+  AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
+  AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
+  AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
+  AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = p.speaker OR p.speaker = ANY (nm.labels))
+ORDER BY p.distance, p.record_id DESC, p.n
+LIMIT %(limit)s;
