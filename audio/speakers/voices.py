@@ -76,7 +76,8 @@ def refine(
     """The clustering's turns re-drawn with the owner's voices (rows of `voices`, unit length)
     as anchors, before they are matched: a speaker whose windows are, in parts of at least
     MIN_MATCH_SECONDS each, at least `threshold` alike two or more different voices is split
-    into those parts (the clustering took two people for one), and speakers most alike the
+    into those parts (the clustering took two people for one; not when those voices are alike
+    each other, as one person named twice is), and speakers most alike the
     same voice (at least `threshold`) are joined, however little one of them said (it took one
     person for two, e.g. in two voice registers, or kept a short stretch apart). Windows alike
     no voice stay with their speaker. Without voices, or when nothing changes, the turns are
@@ -90,12 +91,16 @@ def refine(
     groups: list[np.ndarray] = []  # window masks, one per speaker after the split
     for label in dict.fromkeys(names):
         mine = names == label
-        parts = []
+        parts, anchors = [], []
         for voice in np.unique(nearest[mine]):
             part = mine & (nearest == voice)
             if part.sum() * shift >= MIN_MATCH_SECONDS and _alike(found.vectors[part], voices[voice]) >= threshold:
                 parts.append(part)
-        if len(parts) < 2:
+                anchors.append(voice)
+        # two voices alike each other may be one person named twice: windows falling between
+        # them say nothing about two people
+        alike_pairs = voices[anchors] @ voices[anchors].T - np.eye(len(anchors)) * 2
+        if len(parts) < 2 or float(alike_pairs.max()) >= threshold:
             groups.append(mine)
             continue
         rest = mine.copy()

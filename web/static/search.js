@@ -33,8 +33,11 @@ function searchView() {
   // only what one speaker said: a label (S1) or the name the owner gave it
   const speaker = el("input", { type: "text", id: "search-speaker", name: "speaker", maxlength: "100",
                                 placeholder: t("search_speaker_placeholder"), "aria-label": t("search_speaker") });
+  // words, meaning (passages that mean what is asked, in other words) or both fused
+  const mode = el("select", { id: "search-mode", name: "mode", "aria-label": t("search_mode") },
+                  ["both", "words", "meaning"].map((name) => el("option", { value: name }, t("search_mode_" + name))));
   const results = el("div", { id: "search-results", role: "status" });
-  const form = el("form", { id: "search", class: "search", role: "search" }, box, " ", speaker, " ",
+  const form = el("form", { id: "search", class: "search", role: "search" }, box, " ", speaker, " ", mode, " ",
                   el("button", { type: "submit" }, t("search")));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -42,22 +45,33 @@ function searchView() {
     if (!q.trim()) { replace(results); return; }
     const who = speaker.value.trim();
     const only = who ? `&speaker=${encodeURIComponent(who)}` : "";
-    const answer = await api("GET", `/search?limit=${SEARCH_PAGE}&q=${encodeURIComponent(q)}${only}`);
+    const how = `&mode=${encodeURIComponent(mode.value)}`;
+    const answer = await api("GET", `/search?limit=${SEARCH_PAGE}&q=${encodeURIComponent(q)}${only}${how}`);
     if (!answer.ok) { replace(results, el("p", { class: "error" }, reasonOf(answer))); return; }
     const { items, total, total_capped: capped } = answer.data;
-    if (!items.length) { replace(results, el("p", { class: "muted", id: "search-none" }, t("search_none"))); return; }
+    // how the answer was made (meaning unavailable here, records only words find), as the API says it
+    const notes = (answer.data.notes || []).map((note) => el("p", { class: "muted search-note" }, note));
+    results.dataset.mode = mode.value;  // which mode the hits shown were found in
+    if (!items.length) {
+      replace(results, notes, el("p", { class: "muted", id: "search-none" }, t("search_none")));
+      return;
+    }
     const groups = new Map();
     for (const item of items) {
       if (!groups.has(item.record.id)) groups.set(item.record.id, { record: item.record, hits: [] });
       groups.get(item.record.id).hits.push(item);
     }
-    replace(results,
+    replace(results, notes,
       el("p", { class: "muted", id: "search-total" }, t(capped ? "search_total_capped" : "search_total", { shown: items.length, total })),
       [...groups.values()].map((group) => el("div", { class: "hit-group", id: "hits-" + group.record.id },
         el("h3", {}, el("a", { href: `/view/${group.record.id}` },
                         group.record.title || t("untitled", { id: group.record.id }))),
-        el("ul", { class: "hits" }, group.hits.map((item) => el("li", { class: "hit" }, hitLink(item), " ",
-                                                                   snippetOf(item.snippet)))))));
+        el("ul", { class: "hits" }, group.hits.map((item) => {
+          // a passage found by meaning alone shares no word with the query: the hit says so
+          const byMeaning = (item.matched || []).length === 1 && item.matched[0] === "meaning";
+          return el("li", { class: byMeaning ? "hit by-meaning" : "hit", title: byMeaning ? t("search_by_meaning") : null },
+                    hitLink(item), " ", snippetOf(item.snippet));
+        })))));
   });
   return el("section", { class: "card", id: "search-card" }, el("h2", {}, t("search")), form, results);
 }
