@@ -148,3 +148,21 @@ def test_openai_client_translates(make_api, store):
     assert card["task"] == "translate"
     original = api.http.get(card["links"]["text"], headers=api.auth(token)).text
     assert cyrillic_share(original) > 0.9
+
+
+def test_transcribe_task_translate_prints_the_english(env):
+    """`transcriber transcribe --task translate` with the multilingual model prints the English
+    text (the record keeps the Russian too: `text ID` prints it, `--version english` the English)."""
+    environment = {**env, "TRANSCRIBER_WHISPER_MODEL": "base"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "transcriber.cli", *args], env=environment, capture_output=True,
+                              text=True, timeout=300)
+
+    done = run("transcribe", "--task", "translate", "--format", "json", str(RUSSIAN))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert cyrillic_share(answer["text"]) < 0.1 and len(latin_words(answer["text"])) >= 3
+    original = run("text", str(answer["record"]))
+    assert original.returncode == 0 and cyrillic_share(original.stdout) > 0.9
+    assert run("text", str(answer["record"]), "--version", "english").stdout.strip() == answer["text"].strip()
