@@ -13,7 +13,7 @@ import sys
 import openai
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, needs_long
 from test_http import make_api  # noqa: F401  (the live server fixture)
 
 RUSSIAN = ROOT / "tests" / "data" / "ru.ogg"  # synthetic Russian speech (espeak-ng), 10 s
@@ -150,9 +150,12 @@ def test_openai_client_translates(make_api, store):
     assert cyrillic_share(original) > 0.9
 
 
-def test_transcribe_task_translate_prints_the_english(env):
+def test_transcribe_task_translate_prints_the_english(env, request):
     """`transcriber transcribe --task translate` with the multilingual model prints the English
-    text (the record keeps the Russian too: `text ID` prints it, `--version english` the English)."""
+    text (the record keeps the Russian too: `text ID` prints it, `--version english` the English).
+    A process of its own loading base twice costs some 40 s: kept for --long (the same rule runs
+    by default through the API above)."""
+    needs_long(request, "transcribe --task translate in a process of its own")
     environment = {**env, "TRANSCRIBER_WHISPER_MODEL": "base"}
 
     def run(*args):

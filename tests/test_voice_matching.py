@@ -145,3 +145,25 @@ def test_refine_never_splits_one_person_named_twice(speech):
     nearest = np.argmax(found.vectors @ twice.T, axis=1)
     assert min(np.sum(nearest == 0), np.sum(nearest == 1)) * SHIFT_SECONDS >= MIN_MATCH_SECONDS  # one to refuse
     assert {t.speaker for t in refine(found, one, twice)} == {"S1"}
+
+
+def test_refine_never_splits_one_person_between_two_unlike_voices(speech):
+    """Two voices unlike each other, each fairly alike the reader from another side (relatives,
+    say): the reader's windows, sorted by their nearest voice, make two parts that each pass as
+    that voice, yet the parts sound like one person to each other, and the reader stays one."""
+    found, _ = embedded(samples(DATA / "librivox_reader.ogg"))
+    centre = found.vectors.mean(axis=0)
+    centre /= np.linalg.norm(centre)
+    side = np.linalg.svd(found.vectors - found.vectors.mean(axis=0), full_matrices=False)[2][0]
+    side -= (side @ centre) * centre
+    side /= np.linalg.norm(side)
+    two = np.stack([0.7 * centre + 0.714 * side, 0.7 * centre - 0.714 * side]).astype(np.float32)
+    two /= np.linalg.norm(two, axis=1, keepdims=True)
+    assert float(two[0] @ two[1]) < MATCH_SIMILARITY
+    nearest = np.argmax(found.vectors @ two.T, axis=1)
+    for voice in (0, 1):  # each part long enough and alike its voice: a split the other rules allow
+        part = found.vectors[nearest == voice]
+        assert len(part) * SHIFT_SECONDS >= MIN_MATCH_SECONDS
+        assert float(part.mean(axis=0) / np.linalg.norm(part.mean(axis=0)) @ two[voice]) >= MATCH_SIMILARITY
+    one = [Turn(float(found.times[0, 0]), 1e9, "S1")]
+    assert {t.speaker for t in refine(found, one, two)} == {"S1"}
