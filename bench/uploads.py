@@ -18,6 +18,7 @@ beyond the missing 10 %.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import subprocess
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             http.close()
             server.terminate()
             server.wait(timeout=60)
-    report("uploads", ["upload", "re-sent beyond the missing part", "seconds", "MB/s", "× plain", "RSS above idle MB"],
+    report("uploads", ["upload", "re-sent beyond the missing part", "seconds", "MB/s", "x plain", "RSS above idle MB"],
            rows, extra={"size_mb": args.size_mb, "idle_rss_mb": round(idle / MB, 1)})
     return 0
 
@@ -173,12 +174,10 @@ def cut_and_resume(tus, http: httpx.Client, path: Path, size: int) -> tuple[int,
                 yield piece
         raise ConnectionAbortedError("cut at 90 %")  # the connection drops mid-request
 
-    try:
+    with contextlib.suppress(ConnectionAbortedError, httpx.TransportError):
         http.patch(up.url, content=body(), headers={"Tus-Resumable": "1.0.0", "Upload-Offset": str(start),
                                                     "Content-Type": "application/offset+octet-stream",
                                                     "Content-Length": str(size - start)})
-    except (ConnectionAbortedError, httpx.TransportError):
-        pass
     began = time.monotonic()
     again = tus.uploader(str(path), url=up.url, chunk_size=16 * MB)
     resumed_at = again.offset
