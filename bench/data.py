@@ -231,6 +231,10 @@ SPEAKERS: dict[str, tuple[Source, list[str]]] = {
     "mfa-speaker": (MFA, [f"tests/data/wav/{name}" for name in (
         "acoustic_corpus.wav", "mfa_long.flac", "mfa_surround.flac",
         "mfa_words.flac", "mfa_crossword.flac", "mfa_uhum.flac", "mfa_um.flac")]),
+    # the same person enrolled from the same talk, then heard with a cold and in other registers
+    "mfa-speaker-conditions": (MFA, [f"tests/data/wav/{name}" for name in (
+        "acoustic_corpus.wav", "cold_corpus3.wav", "cold_corpus.wav", "mfa_creaky.flac", "mfa_breathy.flac",
+        "mfa_exaggerated.flac", "mfa_falsetto.flac", "falsetto.flac", "mfa_registershift.flac")]),
     "ipa-speaker": (MFA, [f"tests/data/wav/multilingual_ipa{n}.flac" for n in ("_2", "", "_3", "_4", "_5")]),
     "ipa-us-speaker": (MFA, [f"tests/data/wav/multilingual_ipa_us{n}.flac" for n in ("", "_2", "_3", "_4", "_5")]),
     "nst-swedish-speaker": (MFA, [f"tests/data/wav/se10x016-08071999-1334_u001600{n}.wav" for n in (2, 3, 4)]),

@@ -126,20 +126,11 @@ class Blobs:
         """The blob's bytes from `start_byte` on, chunk by chunk; a few chunks are fetched per
         round trip. Chunks before the start are not read at all."""
         seq, skip = divmod(start_byte, CHUNK_BYTES)
-        while True:
-            with self.db.connection() as conn:
-                rows = conn.execute(
-                    query("read_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}
-                ).fetchall()
-            for row in rows:
-                data = bytes(row["data"])
-                if skip:
-                    data, skip = data[skip:], 0
-                if data:
-                    yield data
-            if len(rows) < batch:
-                return
-            seq = rows[-1]["seq"] + 1
+        for data in chunks_of(self.db, "read_chunks", blob_id, batch, seq):
+            if skip:
+                data, skip = data[skip:], 0
+            if data:
+                yield data
 
     def delete_blob(self, blob_id: int) -> bool:
         """Delete a complete blob no record points at, in bounded batches."""
@@ -170,6 +161,20 @@ class Blobs:
             after_id = found["scanned_to"]
             if deadline is not None and time.monotonic() >= deadline:
                 return SweepPass(removed, after_id)
+
+
+def chunks_of(db: Database, statement: str, blob_id: int, batch: int, from_seq: int = 0) -> Iterator[bytes]:
+    """A blob's chunks from `from_seq` on, read by the named `statement` (of a complete blob, or
+    of an upload's blob still being filled), `batch` chunks per round trip."""
+    seq = from_seq
+    while True:
+        with db.connection() as conn:
+            rows = conn.execute(query(statement), {"blob_id": blob_id, "from_seq": seq, "limit": batch}).fetchall()
+        for row in rows:
+            yield bytes(row["data"])
+        if len(rows) < batch:
+            return
+        seq = rows[-1]["seq"] + 1
 
 
 def _refused(conn: DictConnection, blob_id: int, writer: Claim | None, write: str) -> NoReturn:

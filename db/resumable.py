@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from loguru import logger
 from psycopg.rows import DictRow
 
-from db.blobs import CHUNK_BYTES, discard_blob, finish_blob
+from db.blobs import CHUNK_BYTES, chunks_of, discard_blob, finish_blob
 from db.database import Database
 from db.journal import record_log
 from db.queries import query
@@ -170,17 +170,7 @@ class ResumableUploads:
 
     def upload_bytes(self, blob_id: int, batch: int = 4) -> Iterator[bytes]:
         """The bytes of an unfinished upload's blob, a few chunks per round trip."""
-        seq = 0
-        while True:
-            with self.db.connection() as conn:
-                rows = conn.execute(
-                    query("upload_chunks"), {"blob_id": blob_id, "from_seq": seq, "limit": batch}
-                ).fetchall()
-            for row in rows:
-                yield bytes(row["data"])
-            if len(rows) < batch:
-                return
-            seq = rows[-1]["seq"] + 1
+        return chunks_of(self.db, "upload_chunks", blob_id, batch)
 
     def finish_upload(
         self, upload_id: str, owner_id: int, new: NewRecord, same: SameUpload | None = None

@@ -54,6 +54,32 @@ class NoSuchSegment(TranscriberError, code="no_such_segment"):
         self.details = {"segment": segment}
 
 
+class NoSuchWord(TranscriberError, code="no_such_word"):
+    def __init__(self, record_id: int, segment: int, word: int, count: int):
+        super().__init__(
+            f"record {record_id}: segment {segment} has no word {word} (it has {count} timed words, counted from 0)"
+        )
+        self.details = {"segment": segment, "word": word}
+
+
+def one_word_changed(
+    words: Sequence[Mapping[str, Any]], text: str, *, record_id: int, segment: int, index: int
+) -> list[dict[str, Any]]:
+    """A segment's timed words (as the owner reads them: corrected, else recognised) with word
+    `index` (from 0) made `text`: that word keeps its own times, and every other word its word
+    and times. NoSuchWord for a place the segment has no word at."""
+    shown = [dict(w) for w in words if str(w.get("word", "")).strip()]
+    if not 0 <= index < len(shown):
+        raise NoSuchWord(record_id, segment, index, len(shown))
+    shown[index]["word"] = " " + text
+    return shown
+
+
+def text_of_words(words: Sequence[Mapping[str, Any]]) -> str:
+    """A segment's text as its timed words say it."""
+    return " ".join(str(w["word"]).strip() for w in words)
+
+
 def _spread(words: Sequence[str], start: float, end: float) -> list[dict[str, Any]]:
     """`words` timed over [start, end], each a share in proportion to its length."""
     total = sum(len(word) for word in words) or 1

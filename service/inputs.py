@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from domain.corrections import MAX_SEGMENT_TEXT
 from domain.one_line import line_problem
@@ -122,6 +122,7 @@ class VoiceMerge(BaseModel):
 # A segment's corrected text reaches every document the text is read in (a cue, a txt line): one line.
 SegmentText = Annotated[str, Field(max_length=MAX_SEGMENT_TEXT), AfterValidator(storable_line)]
 MAX_SEGMENT = 2**31 - 1  # a segment's place is an integer column
+MAX_WORD_TEXT = 100  # characters of one corrected word
 
 
 class SegmentEdit(BaseModel):
@@ -132,11 +133,40 @@ class SegmentEdit(BaseModel):
     text: SegmentText
 
 
-class TextEdit(BaseModel):
-    """The owner's corrections of a done record's text: segments' new texts, applied in order."""
+# One word of a segment: what a timed word can be (no space in it), on one line.
+WordText = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_WORD_TEXT),
+    AfterValidator(storable_line),
+    AfterValidator(_validator(lambda value: "must be one word, with no space" if value.split() != [value] else None)),
+]
+
+
+class WordEdit(BaseModel):
+    """One word's new text: word `index` (from 0) of segment `segment` (its place, as the json
+    format lists it: the segment's `index`, and the word's place in its `words`)."""
 
     model_config = ConfigDict(extra="forbid")
-    segments: list[SegmentEdit] = Field(min_length=1, max_length=100)
+    segment: int = Field(ge=0, le=MAX_SEGMENT)
+    index: int = Field(ge=0, le=MAX_SEGMENT)
+    text: WordText
+
+
+class TextEdit(BaseModel):
+    """The owner's corrections of a done record's text: segments' new texts, then single words'
+    (each keeping every other word's times), applied in order, all or none."""
+
+    model_config = ConfigDict(extra="forbid")
+    segments: list[SegmentEdit] = Field(default=[], max_length=100)
+    words: list[WordEdit] = Field(default=[], max_length=100)
+
+    @model_validator(mode="after")
+    def some_edit(self) -> TextEdit:
+        if not self.segments and not self.words:
+            raise ValueError("no edit: give segments or words")
+        if len(self.segments) + len(self.words) > 100:
+            raise ValueError("at most 100 edits a request")
+        return self
 
 
 def speakers_wanted(raw: str | int | None) -> str:

@@ -118,12 +118,14 @@ def correct(
     *,
     by: str,
     role: str = "owner",
+    words: Sequence[tuple[int, int, str]] = (),
 ) -> bool:
-    """The owner's (or the operator's) edit of a done record's segments (`Store.correct_segments`),
-    then the passages that hold them made again, so search by meaning finds the corrected words."""
-    written = store.correct_segments(record_id, owner_id, edits, by=by, role=role)
+    """The owner's (or the operator's) edit of a done record's segments and single words
+    (`Store.correct_segments`), then the passages that hold them made again, so search by meaning
+    finds the corrected words."""
+    written = store.correct_segments(record_id, owner_id, edits, by=by, role=role, words=words)
     if written:
-        remake_after_edit(store, record_id, [segment for segment, _ in edits])
+        remake_after_edit(store, record_id, sorted({segment for segment, _ in edits} | {s for s, _, _ in words}))
     return written
 
 

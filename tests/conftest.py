@@ -102,7 +102,8 @@ def pytest_addoption(parser):
                      help="fault-injection profile of tests/test_faults.py: short (CI) or long (by hand)")
     parser.addoption("--long", action="store_true",
                      help="also run the costly variants kept out of the default run for its CPU budget "
-                          "(base on non-speech and on mfa_uhuh again, the quick start on a GENERIC CPU, the archive benchmark's smoke run)")
+                          "(base on non-speech and on mfa_uhuh again, the quick start on a GENERIC CPU, the archive benchmark's smoke run, "
+                          "transcribe --task translate)")
 
 
 def needs_long(request, why: str) -> None:

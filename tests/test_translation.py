@@ -13,7 +13,7 @@ import sys
 import openai
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, needs_long
 from test_http import make_api  # noqa: F401  (the live server fixture)
 
 RUSSIAN = ROOT / "tests" / "data" / "ru.ogg"  # synthetic Russian speech (espeak-ng), 10 s
@@ -148,3 +148,24 @@ def test_openai_client_translates(make_api, store):
     assert card["task"] == "translate"
     original = api.http.get(card["links"]["text"], headers=api.auth(token)).text
     assert cyrillic_share(original) > 0.9
+
+
+def test_transcribe_task_translate_prints_the_english(env, request):
+    """`transcriber transcribe --task translate` with the multilingual model prints the English
+    text (the record keeps the Russian too: `text ID` prints it, `--version english` the English).
+    A process of its own loading base twice costs some 40 s: kept for --long (the same rule runs
+    by default through the API above)."""
+    needs_long(request, "transcribe --task translate in a process of its own")
+    environment = {**env, "TRANSCRIBER_WHISPER_MODEL": "base"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "transcriber.cli", *args], env=environment, capture_output=True,
+                              text=True, timeout=300)
+
+    done = run("transcribe", "--task", "translate", "--format", "json", str(RUSSIAN))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert cyrillic_share(answer["text"]) < 0.1 and len(latin_words(answer["text"])) >= 3
+    original = run("text", str(answer["record"]))
+    assert original.returncode == 0 and cyrillic_share(original.stdout) > 0.9
+    assert run("text", str(answer["record"]), "--version", "english").stdout.strip() == answer["text"].strip()

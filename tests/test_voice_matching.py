@@ -4,6 +4,7 @@ is not, and `refine` splits a speaker that is two enrolled voices and joins two 
 one. The embeddings are the CAM++ model's, computed once for the module."""
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from audio.decode import SAMPLE_RATE, pcm16k
 from audio.speakers.assign import Turn
 from audio.speakers.diarize import pcm_embeddings, speaker_turns
+from audio.speakers.embed import SHIFT_SECONDS
 from audio.speakers.regions import speech_regions
 from audio.speakers.voices import (
     MATCH_SIMILARITY,
@@ -49,7 +51,7 @@ def speech():
     speaker's other recording, and a person never enrolled."""
     reader = samples(DATA / "librivox_reader.ogg")
     regions = speech_regions(reader.astype(np.float32) / 32768)
-    _, cut, _ = max((b[0] - a[1], (a[1] + b[0]) / 2, i) for i, (a, b) in enumerate(zip(regions, regions[1:])))
+    _, cut, _ = max((b[0] - a[1], (a[1] + b[0]) / 2, i) for i, (a, b) in enumerate(itertools.pairwise(regions)))
     first, second = reader[: int(cut * SAMPLE_RATE)], reader[int(cut * SAMPLE_RATE) :]
     rows = []
     for voice_id, recording in ((1, first), (2, samples(DATA / "mfa_uhuh.flac"))):
@@ -81,7 +83,7 @@ def test_an_enrolled_voice_is_named_on_another_recording_and_a_stranger_is_not(s
 def test_a_stranger_is_below_the_threshold_and_a_rejected_voice_is_never_matched(speech):
     """The stranger's speech is enough to be matched (so the miss is the threshold's doing); a
     voice the owner rejected for a speaker is not matched to it, the other speakers keep theirs."""
-    voice_ids, voices, found, (reader, mfa, stranger) = speech
+    voice_ids, voices, found, (_, mfa, stranger) = speech
     by_person = [Turn(float(found.times[0, 0]), mfa - 0.5, "S1"), Turn(mfa - 0.5, stranger - 0.5, "S2"),
                  Turn(stranger - 0.5, 1e9, "S3")]
     prints = speaker_prints(found, by_person)
@@ -128,3 +130,40 @@ def test_refine_changes_nothing_without_voices_or_where_the_clustering_was_right
     assert refine(found, turns, voices[:0]) == turns
     assert len(who(found, turns, 0, 1e9)) == 3  # the three people told apart
     assert refine(found, turns, voices) == turns
+
+
+def test_refine_never_splits_one_person_named_twice(speech):
+    """The owner named the reader twice, as two voices never merged (one from each excerpt): the
+    reader's windows fall nearer one voice in one excerpt and nearer the other in the other, and
+    the reader stays one speaker all the same."""
+    found, _ = embedded(samples(DATA / "librivox_reader.ogg"))
+    one = [Turn(float(found.times[0, 0]), 1e9, "S1")]
+    middle = float(found.times[len(found) // 2, 0])
+    halves = speaker_prints(found, [Turn(float(found.times[0, 0]), middle, "A"), Turn(middle, 1e9, "B")])
+    twice = np.stack([halves["A"].centroid, halves["B"].centroid])
+    assert float(twice[0] @ twice[1]) >= MATCH_SIMILARITY  # alike: one person
+    nearest = np.argmax(found.vectors @ twice.T, axis=1)
+    assert min(np.sum(nearest == 0), np.sum(nearest == 1)) * SHIFT_SECONDS >= MIN_MATCH_SECONDS  # one to refuse
+    assert {t.speaker for t in refine(found, one, twice)} == {"S1"}
+
+
+def test_refine_never_splits_one_person_between_two_unlike_voices(speech):
+    """Two voices unlike each other, each fairly alike the reader from another side (relatives,
+    say): the reader's windows, sorted by their nearest voice, make two parts that each pass as
+    that voice, yet the parts sound like one person to each other, and the reader stays one."""
+    found, _ = embedded(samples(DATA / "librivox_reader.ogg"))
+    centre = found.vectors.mean(axis=0)
+    centre /= np.linalg.norm(centre)
+    side = np.linalg.svd(found.vectors - found.vectors.mean(axis=0), full_matrices=False)[2][0]
+    side -= (side @ centre) * centre
+    side /= np.linalg.norm(side)
+    two = np.stack([0.7 * centre + 0.714 * side, 0.7 * centre - 0.714 * side]).astype(np.float32)
+    two /= np.linalg.norm(two, axis=1, keepdims=True)
+    assert float(two[0] @ two[1]) < MATCH_SIMILARITY
+    nearest = np.argmax(found.vectors @ two.T, axis=1)
+    for voice in (0, 1):  # each part long enough and alike its voice: a split the other rules allow
+        part = found.vectors[nearest == voice]
+        assert len(part) * SHIFT_SECONDS >= MIN_MATCH_SECONDS
+        assert float(part.mean(axis=0) / np.linalg.norm(part.mean(axis=0)) @ two[voice]) >= MATCH_SIMILARITY
+    one = [Turn(float(found.times[0, 0]), 1e9, "S1")]
+    assert {t.speaker for t in refine(found, one, two)} == {"S1"}

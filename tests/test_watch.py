@@ -194,6 +194,24 @@ def test_the_folder_goes_and_comes_back(store, owner, tmp_path):
         assert sum("is gone" in line for line in lines) == 1, lines
 
 
+def test_recursive_watches_the_subfolders_made_later(store, owner, inbox, tmp_path):
+    """--recursive: a file in a subfolder made while the watcher runs is taken (a watcher
+    without it leaves the subfolders alone)."""
+    flat = watcher_of(store, inbox, owner)
+    deep = Watcher(store, settings(), Folder(inbox, recursive=True, poll=False, poll_seconds=0.2),
+                   owner_id=owner["id"], formats=("txt",), settle_seconds=0.3)
+    flat.step(0.05)
+    deep.step(0.05)
+    (inbox / "2026" / "june").mkdir(parents=True)
+    (inbox / "2026" / "june" / "deep.wav").write_bytes(audio(tmp_path, 3))
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        flat.step(0.05)
+    assert not records(store)
+    step_until(deep, lambda: records(store), what="the file in the new subfolder")
+    assert [r["path"] for r in rows(store)] == [str(inbox / "2026" / "june" / "deep.wav")]
+
+
 def test_the_database_restarts_under_the_watcher(own_server, tmp_path, hears_word_a_second):
     """The database stops under a running watcher (a server of the test's own): one line says so,
     a file written meanwhile is accepted once it is back, and results are still written."""
@@ -327,3 +345,23 @@ def test_two_real_watcher_processes_make_one_record_each(env, store, owner, inbo
             process.kill()
             process.wait(10)
     assert len(records(store)) == 5
+
+
+def test_work_runs_the_workers_in_the_watcher(env, owner, inbox, tmp_path):
+    """With --work the watcher needs nothing else running: it transcribes what it accepts itself
+    (the words are a stand-in's) and stops on SIGTERM."""
+    from test_transcribe import RUN
+
+    script = RUN.format(root=str(ROOT), tests=str(ROOT / "tests"))
+    command = [sys.executable, "-c", script, "watch", str(inbox), "--owner", "alice", "--work", "--settle", "0.2",
+               "--format", "txt"]
+    watcher = subprocess.Popen(command, env={**env, "TRANSCRIBER_ENGINE": "pocketsphinx"}, stderr=subprocess.PIPE,
+                               text=True, cwd=ROOT)
+    try:
+        (inbox / "talk.wav").write_bytes(audio(tmp_path, 0))
+        wait_until((inbox / "talk.txt").exists, 60, what="the text beside the file")
+        assert "word" in (inbox / "talk.txt").read_text()
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        _, said = watcher.communicate(timeout=60)
+    assert "[record 1]" in said and "results written (txt)" in said, said

@@ -5,6 +5,7 @@ every second, and watched again when it is back."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -65,6 +66,12 @@ class Settling:
         elif self.handled.get(path) != stat and self.pending.get(path, (None, 0.0))[0] != stat:
             self.pending[path] = (stat, now)
 
+    def refresh(self, now: float) -> None:
+        """Stat the pending files again (no events tell their writes when polling): a write is
+        seen within a tick, not at the settle interval's end."""
+        for path in list(self.pending):
+            self.note(path, stat_of(path), now)
+
     def settled(self, now: float) -> Iterator[tuple[str, Stat]]:
         """The pending files unchanged for the settle interval, stat'ed once more to be sure."""
         for path, (stat, since) in list(self.pending.items()):
@@ -103,6 +110,7 @@ class Folder:
         self.present = False
         self._absent_told = False  # the folder's absence was said: its return is said too
         self.snapshot: dict[str, Stat] = {}
+        self.folder_mtimes: dict[str, int] = {}  # each folder's own mtime at the last scan (polling)
         self._next_scan = 0.0
 
     @property
@@ -118,6 +126,8 @@ class Folder:
         if not self.present or now >= self._next_scan:
             return self._scan_now(now)
         if self.notify is None:
+            if self._folders_changed():
+                return self._scan_now(now)
             time.sleep(max(0.0, min(timeout, self._next_scan - now)))
             return {}
         changed: dict[str, Stat | None] = {}
@@ -163,6 +173,7 @@ class Folder:
 
     def _scan_now(self, now: float) -> dict[str, Stat | None]:
         """A whole scan: the files new, changed or gone since the last one."""
+        self.folder_mtimes.clear()
         try:
             found = self._walk(self.root)
         except OSError as error:
@@ -182,6 +193,18 @@ class Folder:
         self._next_scan = now + (RESCAN_SECONDS if self.notify is not None else self.poll_seconds)
         return changed
 
+    def _folders_changed(self) -> bool:
+        """Whether a folder's own mtime moved since the last scan (an entry made, moved or
+        removed): a new file is then found at the next tick, not at the next whole scan; a file
+        written in place is found by the whole scans alone."""
+        for folder, mtime in self.folder_mtimes.items():
+            try:
+                if os.stat(folder).st_mtime_ns != mtime:
+                    return True
+            except OSError:
+                return True
+        return False
+
     def _walk(self, top: str) -> dict[str, Stat | None]:
         """The candidate files under `top` with their stats, watching each folder met (inotify)."""
         found: dict[str, Stat | None] = {}
@@ -190,6 +213,8 @@ class Folder:
             folder = folders.pop()
             if folder == self.root and not os.path.isdir(folder):
                 raise NotADirectoryError(f"not a folder: {folder}")
+            with contextlib.suppress(OSError):  # taken before the listing: a change during it is seen
+                self.folder_mtimes[folder] = os.stat(folder).st_mtime_ns
             if self.notify is not None and folder not in self.watches.values():
                 try:
                     self.watches[self.notify.add(folder)] = folder

@@ -94,24 +94,30 @@ def _operator() -> str:
 
 
 def cmd_edit(args, settings) -> int:
-    """Correct one segment of a done record's text (any owner's), as `PATCH /records/{id}/text`
-    does for its owner: kept apart from the recognised text, journaled as the operator's."""
+    """Correct one segment of a done record's text (any owner's), or with `--word` one word of it,
+    as `PATCH /records/{id}/text` does for its owner: kept apart from the recognised text,
+    journaled as the operator's."""
     from pydantic import ValidationError
 
-    from service.inputs import SegmentEdit
+    from service.inputs import SegmentEdit, WordEdit
 
     try:
-        edit = SegmentEdit(index=args.segment, text=args.text)
+        if args.word is None:
+            segments, words = [(args.segment, SegmentEdit(index=args.segment, text=args.text).text)], []
+        else:
+            word = WordEdit(segment=args.segment, index=args.word, text=args.text)
+            segments, words = [], [(word.segment, word.index, word.text)]
     except ValidationError as error:
-        raise UserError(f"--segment/--text: {error.errors()[0]['msg']}") from None
+        raise UserError(f"--segment/--word/--text: {error.errors()[0]['msg']}") from None
     store = open_store(settings)
     try:
-        written = meaning.correct(store, args.id, None, [(edit.index, edit.text)], by=_operator(), role="operator")
+        written = meaning.correct(store, args.id, None, segments, words=words, by=_operator(), role="operator")
     except TranscriberError as error:
         raise UserError(str(error)) from None
     if not written:
         raise UserError(f"no record with id {args.id}")
-    print(f"record {args.id}: segment {edit.index} corrected")
+    which = f"segment {args.segment}" if args.word is None else f"word {args.word} of segment {args.segment}"
+    print(f"record {args.id}: {which} corrected")
     return 0
 
 
@@ -166,5 +172,6 @@ def add_commands(sub) -> None:
     p = sub.add_parser("edit", help="correct one segment of a done record's text (kept through re-runs)")
     p.add_argument("id", type=record_id_argument)
     p.add_argument("--segment", type=int, required=True, help="the segment's place, from 0 (as the json text lists it)")
-    p.add_argument("--text", required=True, help="the segment's corrected text, on one line")
+    p.add_argument("--word", type=int, help="correct only this word of the segment (from 0, its place in `words`)")
+    p.add_argument("--text", required=True, help="the segment's corrected text, on one line (with --word: one word)")
     p.set_defaults(run=cmd_edit)

@@ -101,6 +101,8 @@ class Watcher:
         now = time.monotonic()  # after the wait: a change is dated no earlier than it was heard
         for path, stat in changes.items():
             self.settling.note(path, stat, now)
+        if self.folder.notify is None:
+            self.settling.refresh(now)
         for path, stat in self.settling.settled(time.monotonic()):
             if self._attempt(self.take, path, stat):
                 self.settling.done(path, stat)

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from loguru import logger
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from domain.corrections import NoSuchSegment, NotDone, NotTranslated
+from domain.corrections import NoSuchSegment, NoSuchWord, NotDone, NotTranslated
 from domain.errors import TranscriberError
 from domain.resume import NotHalted
 from domain.search import QueryProblem
@@ -53,6 +53,7 @@ STATUS = {
     NotDone: 409,
     NotTranslated: 409,
     NoSuchSegment: 422,
+    NoSuchWord: 422,
     NoSuchVoice: 404,
     VoiceNameTaken: 409,
     BadMerge: 422,

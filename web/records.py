@@ -17,7 +17,7 @@ from audio.formats import FORMATS, MEDIA_TYPES, render_record
 from audio.sniff import GENERIC, media_type
 from db import Store
 from domain.card import card, links
-from domain.corrections import CORRECTED, VERSIONS
+from domain.corrections import CORRECTED, VERSIONS, NotTranslated
 from domain.errors import TranscriberError
 from domain.quotas import usage_view
 from service import inputs, meaning
@@ -186,9 +186,10 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         as the recognizer wrote it; `version=english`: the English translation of a record
         uploaded with task=translate, else 409 `not_translated`); 409 with the stage (and halt)
         until then."""
+        found = record_id(raw_id)  # refused as a missing record: outside the store's refusals below
         try:
-            row = store.transcript(record_id(raw_id), who["id"], version)
-        except TranscriberError as error:
+            row = store.transcript(found, who["id"], version)
+        except NotTranslated as error:
             raise refusal(error) from None
         if row is None:
             raise ApiError(404, *NOT_FOUND)
@@ -204,17 +205,27 @@ def _add_contents(routes: APIRouter, store: Store, owner: Callable[..., dict]) -
         "/records/{raw_id}/text",
         responses={
             409: {"description": "`not_done`: the record is not done yet"},
-            422: {"description": "`no_such_segment`, or a text over its limit or not on one line"},
+            422: {
+                "description": "`no_such_segment`, `no_such_word`, or a text over its limit, not on one line "
+                "(or a word with a space)"
+            },
         },
     )
     def correct(raw_id: str, edits: inputs.TextEdit, who: Owner):
-        """The owner's corrections of a done record's text: each segment named by its place (from
-        0, as the json format lists it) gets its new text, all or none; kept apart from the
-        recognised text, so a re-run never loses them. Answers the corrected text as json."""
+        """The owner's corrections of a done record's text, all or none: each segment named by its
+        place (from 0, as the json format lists it) gets its new text; then each word named by its
+        segment and its place in that segment's `words` (from 0) gets its new text, every other
+        word keeping its times. Kept apart from the recognised text, so a re-run never loses
+        them. Answers the corrected text as json."""
         found = record_id(raw_id)
         try:
             written = meaning.correct(
-                store, found, who["id"], [(e.index, e.text) for e in edits.segments], by=who["name"]
+                store,
+                found,
+                who["id"],
+                [(e.index, e.text) for e in edits.segments],
+                by=who["name"],
+                words=[(w.segment, w.index, w.text) for w in edits.words],
             )
         except TranscriberError as error:
             raise refusal(error) from None

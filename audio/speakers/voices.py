@@ -76,7 +76,8 @@ def refine(
     """The clustering's turns re-drawn with the owner's voices (rows of `voices`, unit length)
     as anchors, before they are matched: a speaker whose windows are, in parts of at least
     MIN_MATCH_SECONDS each, at least `threshold` alike two or more different voices is split
-    into those parts (the clustering took two people for one), and speakers most alike the
+    into those parts (the clustering took two people for one; not when those voices, or those
+    parts, are alike each other: then it is one person), and speakers most alike the
     same voice (at least `threshold`) are joined, however little one of them said (it took one
     person for two, e.g. in two voice registers, or kept a short stretch apart). Windows alike
     no voice stay with their speaker. Without voices, or when nothing changes, the turns are
@@ -90,12 +91,21 @@ def refine(
     groups: list[np.ndarray] = []  # window masks, one per speaker after the split
     for label in dict.fromkeys(names):
         mine = names == label
-        parts = []
+        parts, anchors = [], []
         for voice in np.unique(nearest[mine]):
             part = mine & (nearest == voice)
             if part.sum() * shift >= MIN_MATCH_SECONDS and _alike(found.vectors[part], voices[voice]) >= threshold:
                 parts.append(part)
-        if len(parts) < 2:
+                anchors.append(voice)
+        # Two people, not one heard between two voices: the voices are not alike each other
+        # (one person named twice is), nor are the parts (windows picked by their nearest voice
+        # lean towards it, so one person's windows can be sorted into parts that each pass;
+        # they still sound like one person to each other).
+        if (
+            len(parts) < 2
+            or _most_alike(voices[anchors]) >= threshold
+            or _most_alike(np.stack([_unit(found.vectors[part].mean(axis=0)) for part in parts])) >= threshold
+        ):
             groups.append(mine)
             continue
         rest = mine.copy()
@@ -186,6 +196,11 @@ def _window_speakers(times: np.ndarray, turns: Sequence[Turn]) -> np.ndarray:
     starts = np.array([t.start for t in turns])
     at = np.clip(np.searchsorted(starts, times.mean(axis=1), side="right") - 1, 0, len(turns) - 1)
     return np.array([t.speaker for t in turns])[at]
+
+
+def _most_alike(rows: np.ndarray) -> float:
+    """The highest similarity between two different rows (unit length)."""
+    return float((rows @ rows.T - 2 * np.eye(len(rows))).max())
 
 
 def _alike(vectors: np.ndarray, voice: np.ndarray) -> float:
