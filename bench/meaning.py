@@ -7,7 +7,7 @@ Needs the `meaning` extra and a server with pgvector: TRANSCRIBER_DATABASE_URL's
 else the embedded one under TRANSCRIBER_HOME (pgserver ships pgvector 0.6.2).
 
 **Quality.** The archive of bench/meaning_corpus.py (the bench corpora's own English transcripts
-and ten written meetings and calls, 96 segments) saved by the service's own statements, one
+and ten written meetings and calls, 95 segments in 15 records) saved by the service's own statements, one
 owner, its passages embedded as the recognize step embeds them. Each of its 80 questions (70
 paraphrasing a segment, 10 quoting one) goes through the service's search (`service.search.search`)
 in each mode; Recall@5 is the share of questions with a hit among the first five that belongs to
