@@ -178,6 +178,10 @@ def test_bad_requests_are_refused_with_nothing_written(make_api, speech):
         if status != 401:
             assert answer.headers["Tus-Resumable"] == "1.0.0"
     assert refusals[0][0].headers["Tus-Version"] == "1.0.0"
+    # a chunked body (no Content-Length) that goes past the length: refused, nothing past it kept
+    chunked = api.http.patch(url, content=iter([b"x" * 600, b"x" * 600]),
+                             headers=headers(token, **OFFSET, **{"Upload-Offset": "0"}))
+    assert (chunked.status_code, chunked.json()["error"]) == (413, "past_upload_length")
     assert offset() == 0
     # a deferred upload may not grow past the limit either
     deferred = api.http.post("/uploads", headers=headers(token, **{"Upload-Defer-Length": "1"})).headers["Location"]
