@@ -178,6 +178,10 @@ def test_bad_requests_are_refused_with_nothing_written(make_api, speech):
         if status != 401:
             assert answer.headers["Tus-Resumable"] == "1.0.0"
     assert refusals[0][0].headers["Tus-Version"] == "1.0.0"
+    # a chunked body (no Content-Length) that goes past the length: refused, nothing past it kept
+    chunked = api.http.patch(url, content=iter([b"x" * 600, b"x" * 600]),
+                             headers=headers(token, **OFFSET, **{"Upload-Offset": "0"}))
+    assert (chunked.status_code, chunked.json()["error"]) == (413, "past_upload_length")
     assert offset() == 0
     # a deferred upload may not grow past the limit either
     deferred = api.http.post("/uploads", headers=headers(token, **{"Upload-Defer-Length": "1"})).headers["Location"]
@@ -369,3 +373,22 @@ def test_an_upload_idle_past_its_expiry_is_swept(make_api, store):
     assert api.http.head(old, headers=headers(token)).status_code == 404
     assert api.http.head(young, headers=headers(token)).status_code == 200
     assert count(store, "SELECT count(*) AS n FROM blob_chunks") == 0
+
+
+def test_the_pages_session_uploads_with_its_csrf_token(make_api):
+    """The owner's page uploads with its session cookie: a creation or a PATCH without the page's
+    CSRF token is refused (403) with nothing written; with it they are taken; HEAD needs none."""
+    from test_pages import page_data, sign_in
+
+    api = make_api()
+    token = api.token("dana")
+    api.http.cookies.set("transcriber_session", sign_in(api, token).cookies["transcriber_session"])
+    csrf = page_data(api.http.get("/").text)["csrf"]
+    create = {**TUS, "Upload-Length": "100"}
+    assert api.http.post("/uploads", headers=create).status_code == 403
+    url = api.http.post("/uploads", headers={**create, "X-CSRF-Token": csrf}).headers["Location"]
+    patch = {**OFFSET, "Upload-Offset": "0"}
+    assert api.http.patch(url, content=b"x" * 40, headers=patch).status_code == 403
+    assert api.http.head(url, headers=TUS).headers["Upload-Offset"] == "0"
+    assert api.http.patch(url, content=b"x" * 40, headers={**patch, "X-CSRF-Token": csrf}).status_code == 204
+    assert api.http.head(url, headers=TUS).headers["Upload-Offset"] == "40"
