@@ -248,3 +248,24 @@ def test_meaning_switched_off_is_unavailable(world, monkeypatch):
     refused = search("alice", PARAPHRASE, mode="meaning")
     assert refused.status_code == 409 and "TRANSCRIBER_MEANING=off" in refused.json()["message"]
     assert search("alice", "launch").json()["notes"]
+
+
+def test_two_edits_of_one_passage_at_once_both_reach_it(world):
+    """Two edits of different segments of one passage, at once (threads on a barrier): the
+    passage is made again with both corrected texts, whichever finished first."""
+    import numpy as np
+
+    from audio import meaning
+    from conftest import run_together
+    from service.meaning import correct
+
+    store, _, _, _, ids, records = world
+    record = records["launch"]
+    texts = ["Tea and biscuits are served in the lobby every afternoon at four.",
+             "The espresso machine on the third floor is finally repaired and working."]
+    for _ in range(3):
+        run_together(2, lambda i: correct(store, record, ids["alice"], [(3 + i, texts[i])], by="alice"))
+        passage = _passages(store, record)[1]
+        assert texts[0] in passage["body"] and texts[1] in passage["body"]
+        assert float(np.dot(meaning.embed([passage["body"]])[0], passage["embedding"])) > 0.9999  # of that text
+        texts = [text.replace(".", " again.") for text in texts]
