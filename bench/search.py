@@ -183,7 +183,8 @@ def index_an_hour(db: Database, store: Store, record_id: int, rng: random.Random
     save = _save_statement(Step.RECOGNIZE, ("engine",)).decode()
     statement = statements.compose("bench_explain", statement=sql.SQL(save))
     params = {"f_engine": "bench", "id": record_id, "token": claim.token, "step": Step.RECOGNIZE.value,
-              "target": Step.RECOGNIZE.target.value, "next_step": None, "saved_event": "advanced"}
+              "target": Step.RECOGNIZE.target.value, "next_step": None, "saved_event": "advanced",
+              "passages": None}
     measured: dict[str, list[float]] = {"done_ms": [], "indexing_ms": [], "merge_ms": [], "done_wall_ms": [],
                                         "done_cpu_ms": [], "merge_cpu_ms": []}
     for run in range(runs):
