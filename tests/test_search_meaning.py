@@ -180,16 +180,21 @@ def test_the_diarize_save_cuts_passages_where_the_speaker_changes(world):
 
 def test_hostile_queries_are_answered_in_bounded_time_in_every_mode(world):
     """The word search's hostile queries (NUL, a megabyte, websearch syntax, astral characters,
-    only operators, only spaces) are answered 200 or 422 within a second, in every mode."""
+    only operators, only spaces) are answered 200 or 422 in bounded time, in every mode.
+
+    The bound is the CPU this process (client and server in one) spends on each query, under a
+    second, which a shared machine's load does not inflate; the wall clock only catches a query
+    that waits on something, with room for that load."""
     _, app, search, tokens, _, _ = world
     headers = {"Authorization": f"Bearer {tokens['alice']}"}
     for mode in ("words", "meaning", "both"):
         for q in HOSTILE:
-            started = time.monotonic()
+            cpu, wall = time.process_time(), time.monotonic()
             address = f"/search?mode={mode}&q=" + quote(q, safe="", errors="surrogatepass")
             answer = app.get(address, headers=headers)
             assert answer.status_code in (200, 422), (mode, q[:20], answer.text)
-            assert time.monotonic() - started < 1.0
+            assert time.process_time() - cpu < 1.0, (mode, q[:20])
+            assert time.monotonic() - wall < 15.0, (mode, q[:20])
             if answer.status_code == 422:
                 assert answer.json()["message"]
     assert search("alice", "launch", mode="everything").status_code == 422
