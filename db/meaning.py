@@ -17,7 +17,8 @@ from db.queries import query
 # an owner with more passages than this is served by the HNSW index; fewer are compared one by
 # one (BENCHMARKS.md, Search by meaning)
 EXACT_UP_TO = 20_000
-# neighbours the HNSW walk keeps: pgvector's most, as an owner's passages are a part of all
+# neighbours the HNSW walk keeps at most: pgvector's most (the owner's passages are a part of its
+# partition's, the walk sized by that share: meaning_search_width)
 WALK_WIDTH = 1000
 _READY_RECHECK_SECONDS = 30.0
 

@@ -54,9 +54,9 @@ WHERE owner_id = %(owner_id)s AND stage = 'done' AND split_part(lower(coalesce(l
 
 -- name: meaning_exact
 -- The owner's passages nearest in meaning to the query's embedding, best first, compared one
--- by one (the owner's passages read by passages_owner; "+ 0" keeps the HNSW index, which serves
--- every owner, out of it: for an owner's few thousand passages the exact reading is cheaper and
--- loses none). Filters as the word search's (search_page).
+-- by one (the owner's passages read by passages_owner in the owner's partition; "+ 0" keeps the
+-- HNSW index, which serves every owner of the partition, out of it: for an owner's few thousand
+-- passages the exact reading is cheaper and loses none). Filters as the word search's (search_page).
 WITH named AS MATERIALIZED (
     SELECT l.record_id, array_agg(l.label) AS labels
     FROM speaker_labels l
@@ -80,20 +80,21 @@ LIMIT %(limit)s;
 
 -- name: meaning_search_width
 -- How many neighbours the HNSW walk keeps (pgvector's hnsw.ef_search, kept for the transaction):
--- an owner's passages are a part of everyone's and the walk's neighbours are filtered by owner
--- after it, so it keeps twice `limit` over the owner's share of all passages (the table's
--- estimate), at least twice `limit` and at most `width` (pgvector's most). A wider walk costs
--- time in proportion (BENCHMARKS.md, Search by meaning).
+-- the walk is of the graph of the owner's partition (0010_passages_by_owner.sql), the owner's
+-- passages a part of it, and its neighbours are filtered by owner after it, so it keeps twice
+-- `limit` over the owner's share of that partition (the partition's estimate; the partition is
+-- the one holding any of the owner's passages), at least twice `limit` and at most `width`
+-- (pgvector's most). A wider walk costs time in proportion (BENCHMARKS.md, Search by meaning).
 SELECT set_config('hnsw.ef_search',
                   least(%(width)s, greatest(2 * %(limit)s,
                         ceil(2.0 * %(limit)s * greatest(c.reltuples, 1) / greatest(o.n, 1))))::int::text,
                   true) AS width
 FROM pg_class c, (SELECT count(*) AS n FROM passages WHERE owner_id = %(owner_id)s) AS o
-WHERE c.oid = 'passages'::regclass;
+WHERE c.oid = (SELECT p.tableoid FROM passages p WHERE p.owner_id = %(owner_id)s LIMIT 1);
 
 -- name: meaning_nearest
--- The same for an owner of many passages: the HNSW index walked (passages_meaning), its
--- neighbours kept when they are the owner's and pass the filters.
+-- The same for an owner of many passages: the HNSW index of the owner's partition walked
+-- (passages_meaning), its neighbours kept when they are the owner's and pass the filters.
 WITH named AS MATERIALIZED (
     SELECT l.record_id, array_agg(l.label) AS labels
     FROM speaker_labels l
