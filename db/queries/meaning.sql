@@ -19,6 +19,16 @@ LEFT JOIN record_corrections k ON k.record_id = %(id)s AND k.start_seconds = e.s
 WHERE w.record_id = %(id)s
 ORDER BY n;
 
+-- name: lock_passages_holding
+-- The passages of a record that hold any of the segments `segments` (search_rows.n), locked by
+-- the edit that changes them, in one order: an edit of another of their segments waits for
+-- this one's commit, then reads the text it left (passages_holding).
+SELECT p.n FROM passages p
+WHERE p.record_id = %(id)s
+  AND EXISTS (SELECT FROM unnest(%(segments)s::int[]) AS x(n) WHERE x.n BETWEEN p.first_segment AND p.last_segment)
+ORDER BY p.n
+FOR UPDATE;
+
 -- name: passages_holding
 -- The passages of a record that hold any of the segments `segments` (search_rows.n), each with
 -- its segments' texts as the search rows hold them (the owner's corrections in): what an edit
@@ -33,15 +43,16 @@ GROUP BY p.n, p.body
 ORDER BY p.n;
 
 -- name: remake_passage
--- A passage's text and embedding made again after an edit, only if it still holds the text the
--- new one was made from (a concurrent edit of another of its segments made it again first).
+-- A passage's text and embedding made again by the edit that changed its text, in the edit's
+-- transaction (the passage locked by lock_passages_holding).
 UPDATE passages SET body = %(body)s, embedding = %(embedding)s::real[]
-WHERE record_id = %(id)s AND n = %(n)s AND body = %(was)s
+WHERE record_id = %(id)s AND n = %(n)s
 RETURNING n;
 
 -- name: drop_passage
--- A passage that cannot be made again here (no model in this process): gone rather than stale.
-DELETE FROM passages WHERE record_id = %(id)s AND n = %(n)s AND body = %(was)s RETURNING n;
+-- A passage whose corrected text has no embedding here (no model in this process): gone rather
+-- than found by words it no longer has.
+DELETE FROM passages WHERE record_id = %(id)s AND n = %(n)s RETURNING n;
 
 -- name: owner_passages_capped
 -- How many passages the owner has, counted up to `cap` (by the owner's index, nothing more read).
