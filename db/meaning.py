@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 
 from psycopg.rows import DictRow
+from psycopg.types.json import Jsonb
 
 from db.database import Database
 from db.journal import record_log
@@ -53,6 +54,31 @@ class Meaning:
         segments' texts as the search rows hold them now."""
         with self.db.connection() as conn:
             return conn.execute(query("passages_holding"), {"id": record_id, "segments": list(segments)}).fetchall()
+
+    def passages_missing(self, after: int, limit: int) -> list[int]:
+        """Up to `limit` done English records with words and no passages, by id past `after`."""
+        with self.db.connection() as conn:
+            rows = conn.execute(query("passages_missing"), {"after": after, "limit": limit}).fetchall()
+        return [row["id"] for row in rows]
+
+    def segment_speakers(self, record_id: int) -> list[list[str]]:
+        """Each segment's speaker labels in order (n from 1; empty: not known)."""
+        with self.db.connection() as conn:
+            return [list(row["speakers"]) for row in conn.execute(query("segment_speakers"), {"id": record_id})]
+
+    def backfill_passages(
+        self, record_id: int, said: Sequence[tuple[str, Sequence[str]]], made: list[dict[str, object]]
+    ) -> bool:
+        """The record's first passages (`made`, as keep_passages takes them), written only if its
+        segments still hold `said` (text and speakers of each, in order) and it has none; False
+        when fenced out (an edit or a diarize save changed them meanwhile, or passages came)."""
+        params = {
+            "id": record_id,
+            "said": Jsonb([[text, list(speakers)] for text, speakers in said]),
+            "passages": Jsonb(made),
+        }
+        with self.db.connection() as conn:
+            return conn.execute(query("backfill_passages"), params).fetchone() is not None
 
     def owner_not_english(self, owner_id: int) -> int:
         """How many of the owner's done records are not in English (found by words only)."""

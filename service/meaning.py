@@ -5,6 +5,7 @@ answer a search by meaning at all (and if not, what enables it)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from loguru import logger
 
@@ -20,6 +21,8 @@ UNAVAILABLE_OFF = "search by meaning is switched off here (TRANSCRIBER_MEANING=o
 UNAVAILABLE_SERVER = (
     "search by meaning needs pgvector in the database: CREATE EXTENSION vector (docs/operations.md, Search by meaning)"
 )
+# records the backfill gives passages at a time (each is embedded, some 0.1 CPU-s per passage)
+BACKFILL_BATCH = 20
 _EDIT_ATTEMPTS = 5  # an edit undone for passages another edit changed meanwhile, at most
 ModelUnavailable = meaning.MeaningUnavailable
 
@@ -62,18 +65,7 @@ def record_passages(
         return []
     if not active(store):
         return [] if said is None else None
-    rows = store.passage_segments(record_id)
-    labels = list(said or [])
-    segments = [
-        Segment(
-            row["n"],
-            row["start"],
-            row["end"],
-            row["text"],
-            tuple(labels[row["n"] - 1]) if row["n"] - 1 < len(labels) else (),
-        )
-        for row in rows
-    ]
+    segments = _segments(store, record_id, said or [])
     try:
         return embedded(cut(segments))
     except (meaning.MeaningUnavailable, OSError) as error:
@@ -162,6 +154,60 @@ def _embed_into(embeddings: dict[str, list[float]], bodies: Sequence[str]) -> bo
         return False
     embeddings.update((body, vector.tolist()) for body, vector in zip(fresh, vectors, strict=True))
     return True
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    """One backfill batch: how many records gained passages, how many changed while theirs were
+    made (left to the next pass), and the id to go on after (None: no record left past it)."""
+
+    records: int
+    changed: int
+    after: int | None
+
+
+def backfill(store: Store, *, after: int = 0, limit: int | None = None) -> Backfilled:
+    """Passages for up to `limit` done English records that have words and none (done before
+    search by meaning was enabled here; `limit` None: BACKFILL_BATCH), by id past `after`: each cut and embedded as its
+    recognize and diarize saves would have (the owner's corrections and its speakers in), before
+    and outside the write, which is fenced: written only if the record's segments still hold
+    what was embedded (an edit meanwhile leaves the record to the next pass). Nothing where
+    search by meaning is not active. Logs record ids, never text."""
+    if not active(store):
+        return Backfilled(0, 0, None)
+    limit = limit or BACKFILL_BATCH
+    candidates = store.passages_missing(after, limit)
+    made = changed = 0
+    for record_id in candidates:
+        segments = _segments(store, record_id, store.segment_speakers(record_id))
+        try:
+            passages = embedded(cut(segments))
+        except (meaning.MeaningUnavailable, OSError) as error:
+            logger.bind(record_id=record_id).warning("record {}: no passages made: {}", record_id, error)
+            return Backfilled(made, changed, None)
+        log = logger.bind(record_id=record_id)
+        if store.backfill_passages(record_id, [(segment.text, segment.speakers) for segment in segments], passages):
+            made += 1
+            log.info("record {}: {} passage(s) made for search by meaning", record_id, len(passages))
+        else:
+            changed += 1
+            log.info("record {}: its text changed while its passages were made; left to the next pass", record_id)
+    return Backfilled(made, changed, candidates[-1] if len(candidates) == limit else None)
+
+
+def _segments(store: Store, record_id: int, said: Sequence[Sequence[str]]) -> list[Segment]:
+    """The record's segments as its passages are cut from them: place, times, text (the owner's
+    corrections in) and who speaks in each (`said`, in order; past its end: not known)."""
+    return [
+        Segment(
+            row["n"],
+            row["start"],
+            row["end"],
+            row["text"],
+            tuple(said[row["n"] - 1]) if row["n"] - 1 < len(said) else (),
+        )
+        for row in store.passage_segments(record_id)
+    ]
 
 
 def query_vector(text: str) -> str:

@@ -131,3 +131,46 @@ WHERE (%(stage)s::text IS NULL OR r.stage = %(stage)s)
   AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = p.speaker OR p.speaker = ANY (nm.labels))
 ORDER BY p.distance, p.record_id DESC, p.n
 LIMIT %(limit)s;
+
+-- name: passages_missing
+-- Done records in English (or of no known language) that have words but no passages, by id
+-- from `after` on: done before search by meaning was enabled here (pgvector created later, the
+-- model or the extra installed later), what the backfill gives passages. Another language has
+-- none by design (found by words); neither has a text without words.
+SELECT r.id FROM records r
+WHERE r.id > %(after)s AND r.stage = 'done'
+  AND split_part(lower(coalesce(nullif(r.language, ''), 'en')), '-', 1) = 'en'
+  AND NOT EXISTS (SELECT FROM passages p WHERE p.owner_id = r.owner_id AND p.record_id = r.id)
+  AND EXISTS (SELECT FROM search_rows s WHERE s.record_id = r.id AND s.n > 0 AND s.body ~ '\S')
+ORDER BY r.id
+LIMIT %(limit)s;
+
+-- name: segment_speakers
+-- Who speaks in each of a record's segments (search_rows.n from 1; empty: not known), as the
+-- diarize save left them: where the backfill cuts passages as that save would.
+SELECT n, coalesce(speakers, '{}') AS speakers FROM search_rows
+WHERE record_id = %(id)s AND n > 0
+ORDER BY n;
+
+-- name: backfill_passages
+-- A done record's first passages, written only if its segments still hold the texts and
+-- speakers they were cut and embedded from (`said`: [text, speakers] per segment, n from 1)
+-- and it has none yet. The segments' search rows are locked (FOR SHARE) and read as committed
+-- last: an edit or a diarize save under way finishes first and then fails the comparison (the
+-- record waits for the next pass), and one that starts after waits for this commit and finds
+-- the passages to make again. Returns how many passages the record has; no row: fenced out.
+WITH target AS (
+    SELECT r.id, r.owner_id FROM records r
+    WHERE r.id = %(id)s AND r.stage = 'done'
+      AND NOT EXISTS (SELECT FROM passages p WHERE p.owner_id = r.owner_id AND p.record_id = r.id)
+    FOR KEY SHARE OF r
+), said AS (
+    SELECT s.n, s.body, coalesce(s.speakers, '{}') AS speakers FROM search_rows s
+    WHERE s.record_id = %(id)s AND s.n BETWEEN 1 AND jsonb_array_length(%(said)s::jsonb)
+    ORDER BY s.n
+    FOR SHARE
+)
+SELECT keep_passages(t.id, t.owner_id, %(passages)s::jsonb) AS passages
+FROM target t
+WHERE (SELECT coalesce(jsonb_agg(jsonb_build_array(body, to_jsonb(speakers)) ORDER BY n), '[]') FROM said)
+      = %(said)s::jsonb;
