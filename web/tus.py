@@ -9,11 +9,14 @@ a missing one, 404; an Idempotency-Key on the creation makes a repeat answer the
 A request's bytes are committed as they stream in (`service.resumable.Pieces`, `db.resumable`),
 a chunk at most in memory whatever the request's size; a request cut short keeps what arrived,
 and HEAD tells the client where to go on from. The request that brings the last byte makes the
-record through the one intake, and answers its refusal if intake refuses the bytes.
+record through the one intake, and answers its refusal if intake refuses the bytes; a HEAD or
+GET that finds the last byte in and no record makes it unless another finisher holds the upload
+(`db.resumable.finishing`), and answers the final offset either way.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -284,14 +287,17 @@ class _Tus:
 
     async def _settled(self, upload_id: str, who: dict) -> dict:
         """The upload's row, its record made first if its last byte is in but no record was
-        made of it (the process that took that byte died before)."""
-        return await self._finished(await self._row(upload_id, who), who)
+        made of it (the process that took that byte died before), unless another finisher is
+        making it right now: then as it stands, complete without its record."""
+        return await self._finished(await self._row(upload_id, who), who, wait=False)
 
-    async def _finished(self, row: dict, who: dict) -> dict:
+    async def _finished(self, row: dict, who: dict, *, wait: bool = True) -> dict:
+        """The row of a complete upload after its record is made (by this request, or with
+        `wait` by another finisher it waited for)."""
         if row["finished_at"] is not None or row["upload_length"] != row["received"]:
             return row
         try:
-            await _run(resumable.finish, self.store, self.settings, row["id"], who["id"])
+            await _run(functools.partial(resumable.finish, wait=wait), self.store, self.settings, row["id"], who["id"])
         except UploadGone:
             raise ApiError(404, *NO_UPLOAD) from None
         except IntakeError as error:
