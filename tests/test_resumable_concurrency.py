@@ -1,10 +1,13 @@
 """Resumable uploads under real concurrency, against a real PostgreSQL: finishers of one upload
 whose last byte is in but whose record was not made (a crash between the two) on a barrier,
 whether requests of a live server, the sweep or the service's own finishing, copy its bytes once
-and make one record of exactly those bytes."""
+and make one record of exactly those bytes; a HEAD asked while another connection is in the
+middle of a PATCH body answers the committed offset at once, a PATCH at a stale offset is
+refused with 409, and the slow PATCH then completes the upload."""
 from __future__ import annotations
 
 import threading
+import time
 
 import httpx
 import pytest
@@ -14,6 +17,11 @@ from media import encode
 from test_http import make_api  # noqa: F401  (the live server fixture)
 
 TUS = {"Tus-Resumable": "1.0.0"}
+OFFSET = {**TUS, "Content-Type": "application/offset+octet-stream"}
+MB = 1024 * 1024
+# what a HEAD may take behind a live PATCH: generous on a loaded machine, well under the 5 s a
+# wait for the writer would cost
+HEAD_SECONDS = 2.5
 
 
 @pytest.fixture
@@ -207,3 +215,58 @@ def test_two_heads_of_a_stranded_upload_copy_its_bytes_once(make_api, speech):
     assert any(h.headers.get("Upload-Record") for h in heads)
     assert api.http.head(url, headers=headers(token)).headers["Upload-Record"] == str(record_id)
     assert api.http.get(url, headers=headers(token)).json()["record"] == record_id
+
+
+def test_head_answers_at_once_while_a_patch_is_mid_body(make_api, speech):
+    """A slow client's PATCH has sent a chunk and a bit and then pauses mid-body: a HEAD (and
+    GET) from another connection answers the committed offset well within HEAD_SECONDS, a
+    PATCH from the start is refused with 409 naming that offset, and once the slow client sends
+    the rest its PATCH completes the upload into one record of exactly the bytes sent."""
+    api = make_api()
+    token = api.token("alice")
+    data = speech.read_bytes()
+    url = api.http.post("/uploads", headers=headers(token, **{"Upload-Length": str(len(data))})).headers["Location"]
+    first = MB + 200_000  # a whole chunk (committed) and the start of the next (not yet a piece)
+    go_on = threading.Event()
+
+    def body():
+        yield data[:first]
+        assert go_on.wait(timeout=60)
+        yield data[first:]
+
+    answers = []
+
+    def slow_patch():
+        with httpx.Client(base_url=str(api.http.base_url), timeout=120) as http:
+            answers.append(http.patch(url, content=body(), headers=headers(token, **OFFSET, **{"Upload-Offset": "0"})))
+
+    writer = threading.Thread(target=slow_patch)
+    writer.start()
+    try:
+        upload_id = url.rsplit("/", 1)[-1]
+        wait_until(lambda: count(api.store, "SELECT received AS n FROM resumable_uploads WHERE id = %s",
+                                 upload_id) == MB, 60, what="the slow PATCH's first chunk")
+        with httpx.Client(base_url=str(api.http.base_url), timeout=60) as http:
+            began = time.monotonic()
+            head = http.head(url, headers=headers(token))
+            head_seconds = time.monotonic() - began
+            began = time.monotonic()
+            state = http.get(url, headers=headers(token))
+            get_seconds = time.monotonic() - began
+            began = time.monotonic()
+            stale = http.patch(url, content=data[:1000], headers=headers(token, **OFFSET, **{"Upload-Offset": "0"}))
+            stale_seconds = time.monotonic() - began
+        assert head.status_code == 200 and head.headers["Upload-Offset"] == str(MB)
+        assert head_seconds < HEAD_SECONDS, head_seconds
+        assert state.json()["offset"] == MB and state.json()["record"] is None
+        assert get_seconds < HEAD_SECONDS, get_seconds
+        assert (stale.status_code, stale.json()["error"], stale.json()["offset"]) == (409, "offset_mismatch", MB)
+        assert stale_seconds < HEAD_SECONDS, stale_seconds
+    finally:
+        go_on.set()
+        writer.join(timeout=120)
+    assert answers[0].status_code == 204, answers[0].text
+    assert answers[0].headers["Upload-Offset"] == str(len(data))
+    record_id = int(answers[0].headers["Upload-Record"])
+    assert api.http.get(f"/records/{record_id}/audio", headers=api.auth(token)).content == data
+    assert count(api.store, "SELECT count(*) AS n FROM records") == 1
