@@ -1,6 +1,7 @@
 """The dramatiq entry module: `dramatiq actors` starts workers for the configured broker.
 
-One claim actor per step, the sweep, and the retention of original audio. A message is only a
+One claim actor per step, the sweep, the retention of original audio, and the backfill of
+passages for search by meaning. A message is only a
 wake-up ("try to claim for this step"): it carries no state. The actor claims, runs the step and
 saves under the token; with no work it returns quietly (P1). dramatiq's own retries are off: the
 database counts attempts (P4).
@@ -26,7 +27,7 @@ from db import Store
 from domain.claims import NO_WORK
 from domain.invariants import ORPHAN_GRACE_SECONDS
 from domain.stages import Step
-from service import config, resumable
+from service import config, meaning, resumable
 from service.brokers import make_broker
 
 
@@ -50,7 +51,7 @@ def use(settings: config.Settings, store: Store | None = None) -> None:
     dropped instead of piling up."""
     context.use(settings, store)
     max_age_ms = int(max(settings.tick_seconds * 10, 30) * 1000)
-    every: list[dramatiq.Actor[..., None]] = [*ACTORS.values(), sweep, expire_audio]
+    every: list[dramatiq.Actor[..., None]] = [*ACTORS.values(), sweep, expire_audio, backfill_passages]
     for actor in every:
         actor.options["max_age"] = max_age_ms
 
@@ -138,6 +139,19 @@ def expire_audio() -> None:
         logger.info("retention: the original audio of {} record(s) expired", done.expired)
     if done.more:
         expire_audio.send()
+
+
+@dramatiq.actor(actor_name="backfill_passages", queue_name=QUEUE, max_retries=0, time_limit=_SWEEP_TIME_LIMIT_MS)
+def backfill_passages(after: int = 0) -> None:
+    """Search by meaning for the records done before it was enabled here (pgvector, the model or
+    the extra came later): a batch of them given passages (`service.meaning.backfill`), by id
+    from `after` on; it sends itself on while records are left, so a backlog drains at worker
+    speed. Nothing where search by meaning is not active."""
+    done = meaning.backfill(context.store(), after=after)
+    if done.records:
+        logger.info("backfill: {} record(s) given passages for search by meaning", done.records)
+    if done.after is not None:
+        backfill_passages.send(done.after)
 
 
 ACTORS: dict[Step, dramatiq.Actor[[], None]] = {Step.CONVERT: convert, Step.RECOGNIZE: recognize, Step.DIARIZE: diarize}

@@ -1,5 +1,6 @@
 """The tick: APScheduler sends one "try to claim" per step every TRANSCRIBER_TICK_SECONDS, the
-orphan sweep every hour and, with TRANSCRIBER_AUDIO_RETENTION_DAYS set, the retention pass.
+orphan sweep every hour, the backfill of passages for search by meaning every minute and, with
+TRANSCRIBER_AUDIO_RETENTION_DAYS set, the retention pass.
 
 Run it as its own process (`transcriber scheduler`) or inside a single-process runner, never in
 every worker: one tick source is enough, and the database arbitrates whatever arrives.
@@ -18,6 +19,9 @@ import actors
 from service.brokers import describe
 
 SWEEP_SECONDS = 3600
+# how often the records done before search by meaning was enabled are looked for (a record found
+# is given passages within a minute; a backlog drains at worker speed from then on)
+BACKFILL_SECONDS = 60
 
 
 class BrokerWatch:
@@ -59,33 +63,20 @@ def retention_interval(retention_seconds: float) -> float:
 
 def _add_tick(scheduler, tick_seconds: float, retention_seconds: float | None) -> BrokerWatch:
     watch = BrokerWatch()
-    scheduler.add_job(
-        watch.send,
-        "interval",
-        args=[actors.tick],
-        seconds=tick_seconds,
-        id="tick",
-        coalesce=True,
-        max_instances=1,
-        misfire_grace_time=None,
-    )
-    scheduler.add_job(
-        watch.send,
-        "interval",
-        args=[actors.sweep.send],
-        seconds=SWEEP_SECONDS,
-        id="sweep",
-        coalesce=True,
-        max_instances=1,
-        misfire_grace_time=None,
-    )
+    jobs = [
+        ("tick", actors.tick, tick_seconds),
+        ("sweep", actors.sweep.send, SWEEP_SECONDS),
+        ("backfill_passages", actors.backfill_passages.send, BACKFILL_SECONDS),
+    ]
     if retention_seconds is not None:
+        jobs.append(("expire_audio", actors.expire_audio.send, retention_interval(retention_seconds)))
+    for job_id, wake_up, seconds in jobs:
         scheduler.add_job(
             watch.send,
             "interval",
-            args=[actors.expire_audio.send],
-            seconds=retention_interval(retention_seconds),
-            id="expire_audio",
+            args=[wake_up],
+            seconds=seconds,
+            id=job_id,
             coalesce=True,
             max_instances=1,
             misfire_grace_time=None,

@@ -17,7 +17,8 @@ the answering recording and covers the answering segment's time.
 as far) for `--owners` owners of `--per-owner` passages and one owner of `--heavy`, the HNSW
 index built over all of them (timed); then the questions' embeddings asked as `mode=meaning`
 and `mode=both` through the service's search for sampled typical owners and for the heavy one:
-p50/p95 wall. The query's embedding is timed apart (CPU, one thread).
+p50/p95 wall, and CPU (this process's and the database server processes', the server being on
+this machine). The query's embedding is timed apart (CPU, one thread).
 
 **Cost.** An hour of transcript (9,000 words: the written meetings' segments over again, 150
 words a minute) cut into passages and embedded on one thread, against the CPU its recognition
@@ -171,29 +172,53 @@ def speed(store: Store, owners: int, per_owner: int, heavy: int, samples: int) -
         typical = [row["id"] for row in conn.execute(statements.query("bench_meaning_owners"),
                                                      {"prefix": "o", "count": samples})]
         heavy_id = conn.execute("SELECT id FROM owners WHERE name = 'heavy'").fetchone()["id"]
+        share = conn.execute(statements.query("bench_meaning_share"), {"owner_id": heavy_id}).fetchone()
     questions = [question for question, *_ in QUESTIONS]
     rng = random.Random(7)
     rows = []
     for label, chosen, passages in (("typical", typical, per_owner), ("heavy", [heavy_id], heavy)):
         for mode in ("meaning", "both"):
-            walls = []
+            walls, cpus = [], []
             for i in range(samples):
                 owner_id = chosen[i % len(chosen)]
                 question = rng.choice(questions)
+                with db.connection() as conn:
+                    backends = [row["pid"] for row in conn.execute(statements.query("bench_meaning_backends"))]
+                began_cpu, began_server = time.process_time(), server_cpu_ns(backends)
                 began = time.perf_counter()
                 search(store, owner_id, question, mode=mode, limit=20)
                 walls.append(1000 * (time.perf_counter() - began))
+                server = (server_cpu_ns(backends) - began_server) / 1e6
+                cpus.append(1000 * (time.process_time() - began_cpu) + server)
             rows.append({"owner": label, "owner's passages": passages, "mode": mode,
                          "p50 ms": round(statistics.median(walls), 1), "p95 ms": round(percentile(walls, 0.95), 1),
-                         "max ms": round(max(walls), 1)})
+                         "max ms": round(max(walls), 1), "CPU p50 ms": round(statistics.median(cpus), 1),
+                         "CPU p95 ms": round(percentile(cpus, 0.95), 1)})
     figures = {
         "passages": size["passages"],
         "fill s": round(filled, 1),
         "HNSW build s": round(built, 1),
         "bytes per passage (table, TOAST, keys, HNSW)": round(size["total_bytes"] / size["passages"]),
         "HNSW bytes per passage": round(size["hnsw_bytes"] / size["passages"]),
+        "heavy owner's partition": share["partition"],
+        "heavy owner's share of its partition %": round(
+            100 * share["passages"] / max(1, share["partition_passages"]), 1),
     }
     return rows, figures
+
+
+def server_cpu_ns(pids: list[int]) -> int:
+    """The CPU time the database's processes `pids` have run, in ns (the scheduler's own
+    account, /proc/PID/schedstat: finer than the clock ticks of /proc/PID/stat); the server is on
+    this machine."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/schedstat") as stat:
+                total += int(stat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def show(title: str, rows: list[dict]) -> None:

@@ -341,9 +341,24 @@ SET maintenance_work_mem = '4GB';
 VACUUM ANALYZE passages;
 
 -- name: bench_meaning_size
-SELECT pg_total_relation_size('passages') AS total_bytes, pg_relation_size('passages') AS heap_bytes,
-       coalesce(pg_relation_size(to_regclass('passages_meaning')), 0) AS hnsw_bytes,
+-- Summed over the partitions (0010_passages_by_owner.sql): each with its TOAST and indexes.
+SELECT (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('passages') WHERE isleaf) AS total_bytes,
+       (SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree('passages') WHERE isleaf) AS heap_bytes,
+       coalesce((SELECT sum(pg_relation_size(relid))
+                 FROM pg_partition_tree(to_regclass('passages_meaning')) WHERE isleaf), 0) AS hnsw_bytes,
        (SELECT count(*) FROM passages) AS passages;
+
+-- name: bench_meaning_share
+-- The owner's passages, those of the partition holding them (its estimate, as the walk's width
+-- reads it: meaning_search_width) and the partition's name.
+SELECT o.n AS passages, c.reltuples::bigint AS partition_passages, c.relname AS partition
+FROM (SELECT count(*) AS n, min(p.tableoid::oid::bigint)::oid AS part FROM passages p
+      WHERE p.owner_id = %(owner_id)s) AS o
+JOIN pg_class c ON c.oid = o.part;
+
+-- name: bench_meaning_backends
+-- The server processes of this benchmark's connections, whose CPU time a search costs.
+SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend';
 
 -- name: bench_meaning_owners
 -- A sample of the owners whose name starts with `prefix`.

@@ -4,7 +4,7 @@ the statements are in `queries/corrections.sql`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from psycopg.rows import DictRow
@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 
 from db.database import Database
 from db.journal import record_log
+from db.meaning import remake_passages
 from db.queries import query
 from db.rows import DictConnection
 from domain.corrections import NoSuchSegment, NotDone, one_word_changed, retimed, text_of_words
@@ -31,6 +32,8 @@ class Corrections:
         by: str,
         role: str = "owner",
         words: Sequence[tuple[int, int, str]] = (),
+        embeddings: Mapping[str, Sequence[float]] | None = None,
+        embed: Callable[[list[str]], Mapping[str, Sequence[float]]] | None = None,
     ) -> bool:
         """Give the owner's record's segments (place from 0, new text) their new texts, then
         single words (segment, word's place from 0, new word) theirs, all or none: the words a
@@ -40,7 +43,11 @@ class Corrections:
         acting as `role` (origin human), with no text. The owner's record only, unless
         `owner_id` is None (the operator's command). False when there is no such record; NotDone
         before the record is done, NoSuchSegment for a segment it lacks, NoSuchWord for a word
-        its segment lacks. The texts must already be checked (`service.inputs.TextEdit`)."""
+        its segment lacks. The texts must already be checked (`service.inputs.TextEdit`).
+
+        The passages that hold the edited segments are made again in the same transaction, each
+        with the embedding `embeddings` gives its new text, the texts it lacks given to `embed`
+        (`db.meaning.remake_passages`): an exception there undoes the whole edit."""
         with self.db.transaction() as conn:
             for segment, text in edits:
                 found = _segment(conn, record_id, owner_id, segment)
@@ -57,6 +64,8 @@ class Corrections:
                 _write(
                     conn, record_id, owner_id, segment, found, text_of_words(timed), timed, by=by, role=role, word=place
                 )
+            edited = sorted({segment + 1 for segment, _ in edits} | {segment + 1 for segment, _, _ in words})
+            remake_passages(conn, record_id, edited, embeddings or {}, embed)
         log = record_log(record_id, "done", "corrected")
         log.info("record {}: {} segment(s), {} word(s) corrected by {}", record_id, len(edits), len(words), by)
         return True

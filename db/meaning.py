@@ -1,23 +1,28 @@
 """Search by meaning's side of the store: whether the database can serve it, the segments
-passages are cut from, passages made again after an edit, and the owner's passages nearest a
-query's embedding. The statements are in `queries/meaning.sql`; the passages themselves are
+passages are cut from, passages made again in an edit's transaction, and the owner's passages
+nearest a query's embedding. The statements are in `queries/meaning.sql`; the passages themselves are
 written by the saves that write the text (keep_passages, 0008_passages.sql)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 
 from psycopg.rows import DictRow
+from psycopg.types.json import Jsonb
 
 from db.database import Database
+from db.journal import record_log
 from db.queries import query
+from db.rows import DictConnection
+from domain.passages import body_of
 
 # an owner with more passages than this is served by the HNSW index; fewer are compared one by
 # one (BENCHMARKS.md, Search by meaning)
 EXACT_UP_TO = 20_000
-# neighbours the HNSW walk keeps: pgvector's most, as an owner's passages are a part of all
+# neighbours the HNSW walk keeps at most: pgvector's most (the owner's passages are a part of its
+# partition's, the walk sized by that share: meaning_search_width)
 WALK_WIDTH = 1000
 _READY_RECHECK_SECONDS = 30.0
 
@@ -51,13 +56,30 @@ class Meaning:
         with self.db.connection() as conn:
             return conn.execute(query("passages_holding"), {"id": record_id, "segments": list(segments)}).fetchall()
 
-    def remake_passage(self, record_id: int, n: int, was: str, body: str, embedding: Sequence[float] | None) -> bool:
-        """Passage `n` made again from `body` (dropped when `embedding` is None), if it still
-        holds `was`; False when another edit remade it first."""
-        params = {"id": record_id, "n": n, "was": was, "body": body, "embedding": list(embedding or [])}
+    def passages_missing(self, after: int, limit: int) -> list[int]:
+        """Up to `limit` done English records with words and no passages, by id past `after`."""
         with self.db.connection() as conn:
-            statement = query("remake_passage" if embedding is not None else "drop_passage")
-            return conn.execute(statement, params).fetchone() is not None
+            rows = conn.execute(query("passages_missing"), {"after": after, "limit": limit}).fetchall()
+        return [row["id"] for row in rows]
+
+    def segment_speakers(self, record_id: int) -> list[list[str]]:
+        """Each segment's speaker labels in order (n from 1; empty: not known)."""
+        with self.db.connection() as conn:
+            return [list(row["speakers"]) for row in conn.execute(query("segment_speakers"), {"id": record_id})]
+
+    def backfill_passages(
+        self, record_id: int, said: Sequence[tuple[str, Sequence[str]]], made: list[dict[str, object]]
+    ) -> bool:
+        """The record's first passages (`made`, as keep_passages takes them), written only if its
+        segments still hold `said` (text and speakers of each, in order) and it has none; False
+        when fenced out (an edit or a diarize save changed them meanwhile, or passages came)."""
+        params = {
+            "id": record_id,
+            "said": Jsonb([[text, list(speakers)] for text, speakers in said]),
+            "passages": Jsonb(made),
+        }
+        with self.db.connection() as conn:
+            return conn.execute(query("backfill_passages"), params).fetchone() is not None
 
     def owner_not_english(self, owner_id: int) -> int:
         """How many of the owner's done records are not in English (found by words only)."""
@@ -98,3 +120,40 @@ class Meaning:
                 conn.execute(query("meaning_search_width"), params)
                 return conn.execute(query("meaning_nearest"), params, prepare=False).fetchall()
             return conn.execute(query("meaning_exact"), params, prepare=False).fetchall()
+
+
+def remake_passages(
+    conn: DictConnection,
+    record_id: int,
+    segments: Sequence[int],
+    embeddings: Mapping[str, Sequence[float]],
+    embed: Callable[[list[str]], Mapping[str, Sequence[float]]] | None,
+) -> None:
+    """In an edit's transaction, after its writes: the record's passages that hold `segments`
+    (search_rows.n) made again from the text the search rows hold now, each with the embedding
+    `embeddings` gives its text, so the text and its passages change together (P3). They are
+    locked first: an edit of another of their segments waits for this one's commit and then
+    reads the text it left. The texts `embeddings` lacks are given to `embed` (which may raise to
+    undo the edit, or embed them); a passage whose text has no embedding still is dropped (gone
+    rather than found by words it no longer has)."""
+    params = {"id": record_id, "segments": list(segments)}
+    if not conn.execute(query("lock_passages_holding"), params).fetchall():
+        return
+    changed = []
+    for row in conn.execute(query("passages_holding"), params).fetchall():
+        body = body_of(row["texts"])
+        if body != row["body"]:
+            changed.append((row["n"], body))
+    missing = [body for _, body in changed if body not in embeddings]
+    if missing and embed is not None:
+        embeddings = {**embeddings, **embed(missing)}
+    dropped = 0
+    for n, body in changed:
+        vector = embeddings.get(body)
+        dropped += vector is None
+        statement = query("remake_passage" if vector is not None else "drop_passage")
+        conn.execute(statement, {"id": record_id, "n": n, "body": body, "embedding": list(vector or [])})
+    if dropped:
+        record_log(record_id, "done", "corrected").warning(
+            "record {}: {} passage(s) dropped, their corrected text not embedded here", record_id, dropped
+        )

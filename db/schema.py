@@ -73,6 +73,8 @@ def _tables(conn: DictConnection) -> list[str]:
     for table in conn.execute(query("catalog_tables")).fetchall():
         name = table["name"]
         lines = [f"TABLE {name}" + (f"  WITH ({table['options']})" if table["options"] else "")]
+        if table["partitioned_by"]:
+            lines[0] += f"  PARTITION BY {table['partitioned_by']} ({table['partitions']} partitions)"
         lines += _columns(columns[name])
         for part, rows in parts.items():
             if rows[name]:

@@ -52,6 +52,11 @@ class Passage:
         }
 
 
+def body_of(texts: Sequence[str | None]) -> str:
+    """A passage's text from its segments' texts in order (segments without words left out)."""
+    return " ".join(text.strip() for text in texts if text and text.strip())
+
+
 def english(language: str | None) -> bool:
     """Whether a record in `language` is cut into passages: English, or not known yet."""
     return not language or language.split("-")[0].lower() == "en"
@@ -97,5 +102,5 @@ def _passage(run: list[Segment]) -> Passage:
         start=run[0].start,
         end=max(segment.end for segment in run),
         speaker=labels[0] if len(labels) == 1 else None,
-        body=" ".join(segment.text.strip() for segment in run),
+        body=body_of([segment.text for segment in run]),
     )

@@ -1,16 +1,17 @@
 """Search by meaning in the service: a record's passages cut and embedded for the saves that
-write its text, passages made again after the owner's edit, and whether this service can
+write its text, passages made again in the owner's edit, and whether this service can
 answer a search by meaning at all (and if not, what enables it)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from loguru import logger
 
 from audio import meaning
 from db import Store
-from domain.passages import Passage, Segment, cut, english
+from domain.passages import Passage, Segment, body_of, cut, english
 
 UNAVAILABLE_EXTRA = (
     "search by meaning needs the `meaning` extra in the service's environment: "
@@ -20,7 +21,9 @@ UNAVAILABLE_OFF = "search by meaning is switched off here (TRANSCRIBER_MEANING=o
 UNAVAILABLE_SERVER = (
     "search by meaning needs pgvector in the database: CREATE EXTENSION vector (docs/operations.md, Search by meaning)"
 )
-_REMAKE_ATTEMPTS = 5
+# records the backfill gives passages at a time (each is embedded, some 0.1 CPU-s per passage)
+BACKFILL_BATCH = 20
+_EDIT_ATTEMPTS = 5  # an edit undone for passages another edit changed meanwhile, at most
 ModelUnavailable = meaning.MeaningUnavailable
 
 
@@ -62,18 +65,7 @@ def record_passages(
         return []
     if not active(store):
         return [] if said is None else None
-    rows = store.passage_segments(record_id)
-    labels = list(said or [])
-    segments = [
-        Segment(
-            row["n"],
-            row["start"],
-            row["end"],
-            row["text"],
-            tuple(labels[row["n"] - 1]) if row["n"] - 1 < len(labels) else (),
-        )
-        for row in rows
-    ]
+    segments = _segments(store, record_id, said or [])
     try:
         return embedded(cut(segments))
     except (meaning.MeaningUnavailable, OSError) as error:
@@ -83,31 +75,17 @@ def record_passages(
         return [] if said is None else None
 
 
-def remake_after_edit(store: Store, record_id: int, segments: Sequence[int]) -> None:
-    """After the owner's edit of `segments` (places from 0): the passages that hold them made
-    again from the text the search rows hold now. A passage another edit remade meanwhile is
-    read again; without the model here, the passage goes (it would be found by words it no
-    longer has)."""
-    wanted = [segment + 1 for segment in segments]
-    for _ in range(_REMAKE_ATTEMPTS):
-        holding = store.passages_holding(record_id, wanted)
-        if not holding:
-            return
-        bodies = [" ".join(text.strip() for text in row["texts"] if text and text.strip()) for row in holding]
-        try:
-            vectors = meaning.embed(bodies) if meaning.available() else None
-        except meaning.MeaningUnavailable:
-            vectors = None
-        stale = 0
-        for index, row in enumerate(holding):
-            if row["body"] == bodies[index] and vectors is not None:
-                continue
-            vector = vectors[index].tolist() if vectors is not None else None
-            if not store.remake_passage(record_id, row["n"], row["body"], bodies[index], vector):
-                stale += 1
-        if not stale:
-            return
-    logger.bind(record_id=record_id).warning("record {}: a passage kept changing while it was made again", record_id)
+class _Unembedded(Exception):
+    """The passages an edit leaves hold texts not embedded before its transaction: the edit is
+    undone, to be made again once they are."""
+
+    def __init__(self, bodies: list[str]) -> None:
+        super().__init__(f"{len(bodies)} passage(s) to embed before the edit")
+        self.bodies = bodies
+
+
+def _undo(bodies: list[str]) -> dict[str, list[float]]:
+    raise _Unembedded(bodies)
 
 
 def correct(
@@ -121,12 +99,115 @@ def correct(
     words: Sequence[tuple[int, int, str]] = (),
 ) -> bool:
     """The owner's (or the operator's) edit of a done record's segments and single words
-    (`Store.correct_segments`), then the passages that hold them made again, so search by meaning
-    finds the corrected words."""
-    written = store.correct_segments(record_id, owner_id, edits, by=by, role=role, words=words)
-    if written:
-        remake_after_edit(store, record_id, sorted({segment for segment, _ in edits} | {s for s, _, _ in words}))
-    return written
+    (`Store.correct_segments`), the passages that hold them made again in the same transaction,
+    so search by meaning finds the corrected words and never the words they replaced. Their
+    texts are embedded before the transaction, as the saves' are: foreseen from the segments the
+    edit replaces; when the edit leaves others (a word edit, or another edit of the passage
+    committed meanwhile) it is undone, those are embedded, and it is made again. The last of
+    `_EDIT_ATTEMPTS` embeds what it lacks inside the transaction, the passages locked, so an
+    edit never fails for another's. Without the model here, a passage whose text changed goes."""
+    embeddings: dict[str, list[float]] = {}
+    model = meaning.available() and _embed_into(embeddings, _foreseen(store, record_id, edits))
+    for attempt in range(_EDIT_ATTEMPTS):
+        last = attempt == _EDIT_ATTEMPTS - 1
+        try:
+            return store.correct_segments(
+                record_id,
+                owner_id,
+                edits,
+                by=by,
+                role=role,
+                words=words,
+                embeddings=embeddings,
+                embed=None if not model else _embedded_now if last else _undo,
+            )
+        except _Unembedded as missing:
+            model = _embed_into(embeddings, missing.bodies)
+    raise AssertionError("the last attempt is never undone")  # pragma: no cover
+
+
+def _embedded_now(bodies: list[str]) -> dict[str, list[float]]:
+    embeddings: dict[str, list[float]] = {}
+    _embed_into(embeddings, bodies)
+    return embeddings
+
+
+def _foreseen(store: Store, record_id: int, edits: Sequence[tuple[int, str]]) -> list[str]:
+    """The texts of the passages an edit of whole segments leaves, as the text is now."""
+    texts = {segment + 1: text for segment, text in edits}
+    if not texts:
+        return []
+    holding = store.passages_holding(record_id, sorted(texts))
+    return [
+        body_of([texts.get(n, text) for n, text in zip(row["segments"], row["texts"], strict=True)]) for row in holding
+    ]
+
+
+def _embed_into(embeddings: dict[str, list[float]], bodies: Sequence[str]) -> bool:
+    """`bodies` embedded into `embeddings`; False when the model cannot be had here."""
+    fresh = [body for body in dict.fromkeys(bodies) if body not in embeddings]
+    if not fresh:
+        return True
+    try:
+        vectors = meaning.embed(fresh)
+    except (meaning.MeaningUnavailable, OSError):
+        return False
+    embeddings.update((body, vector.tolist()) for body, vector in zip(fresh, vectors, strict=True))
+    return True
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    """One backfill batch: how many records gained passages, how many changed while theirs were
+    made (left to the next pass), and the id to go on after (None: no record left past it)."""
+
+    records: int
+    changed: int
+    after: int | None
+
+
+def backfill(store: Store, *, after: int = 0, limit: int | None = None) -> Backfilled:
+    """Passages for up to `limit` done English records that have words and none (done before
+    search by meaning was enabled here; `limit` None: BACKFILL_BATCH), by id past `after`: each cut and embedded as its
+    recognize and diarize saves would have (the owner's corrections and its speakers in), before
+    and outside the write, which is fenced: written only if the record's segments still hold
+    what was embedded (an edit meanwhile leaves the record to the next pass). Nothing where
+    search by meaning is not active. Logs record ids, never text."""
+    if not active(store):
+        return Backfilled(0, 0, None)
+    limit = limit or BACKFILL_BATCH
+    candidates = store.passages_missing(after, limit)
+    made = changed = 0
+    for record_id in candidates:
+        segments = _segments(store, record_id, store.segment_speakers(record_id))
+        try:
+            passages = embedded(cut(segments))
+        except (meaning.MeaningUnavailable, OSError) as error:
+            logger.bind(record_id=record_id).warning("record {}: no passages made: {}", record_id, error)
+            return Backfilled(made, changed, None)
+        log = logger.bind(record_id=record_id)
+        if store.backfill_passages(record_id, [(segment.text, segment.speakers) for segment in segments], passages):
+            made += 1
+            log.info("record {}: {} passage(s) made for search by meaning", record_id, len(passages))
+        else:
+            changed += 1
+            log.info("record {}: its text changed while its passages were made; left to the next pass", record_id)
+    return Backfilled(made, changed, candidates[-1] if len(candidates) == limit else None)
+
+
+def _segments(store: Store, record_id: int, said: Sequence[Sequence[str]]) -> list[Segment]:
+    """The record's segments as its passages are cut from them: place, times, text (the owner's
+    corrections in) and who speaks in each (`said`, in order; past its end: not known)."""
+    return [
+        Segment(
+            row["n"],
+            row["start"],
+            row["end"],
+            row["text"],
+            tuple(said[row["n"] - 1]) if row["n"] - 1 < len(said) else (),
+        )
+        for row in store.passage_segments(record_id)
+    ]
 
 
 def query_vector(text: str) -> str:

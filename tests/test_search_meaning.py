@@ -274,3 +274,92 @@ def test_two_edits_of_one_passage_at_once_both_reach_it(world):
         assert texts[0] in passage["body"] and texts[1] in passage["body"]
         assert float(np.dot(meaning.embed([passage["body"]])[0], passage["embedding"])) > 0.9999  # of that text
         texts = [text.replace(".", " again.") for text in texts]
+
+
+def _agreeing(store, record_id: int) -> list[tuple[int, str, str]]:
+    """The record's passages whose text is not what their segments hold now, read in one snapshot."""
+    from domain.passages import body_of
+
+    with store.db.transaction() as conn:
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        rows = conn.execute(
+            "SELECT p.n, p.body, array_agg(s.body ORDER BY s.n) AS texts FROM passages p "
+            "JOIN search_rows s ON s.record_id = p.record_id AND s.n BETWEEN p.first_segment AND p.last_segment "
+            "WHERE p.record_id = %s GROUP BY p.n, p.body ORDER BY p.n", (record_id,)).fetchall()
+    return [(row["n"], row["body"], body_of(row["texts"])) for row in rows if row["body"] != body_of(row["texts"])]
+
+
+def test_an_edit_whose_passage_cannot_be_written_is_not_applied_at_all(world):
+    """The passage's write fails in the database (a trigger raises, as a full disk or a lost
+    connection would fail it): the owner's edit fails whole, its correction, search row and
+    journal event unwritten, the passage as it was; once the passage can be written, the same
+    edit changes the text and the passage together."""
+    import psycopg
+
+    from service.meaning import correct
+
+    store, _, _, _, ids, records = world
+    record = records["launch"]
+    text = "We will buy three new espresso machines for the coffee corner."
+    before = _passages(store, record)
+    with store.db.connection() as conn:
+        conn.execute("CREATE FUNCTION refuse_passage() RETURNS trigger LANGUAGE plpgsql AS "
+                     "$$ BEGIN RAISE EXCEPTION 'passages refused'; END $$")
+        conn.execute("CREATE TRIGGER refuse_passage BEFORE UPDATE OR DELETE ON passages "
+                     "FOR EACH ROW EXECUTE FUNCTION refuse_passage()")
+    try:
+        with pytest.raises(psycopg.errors.RaiseException):
+            correct(store, record, ids["alice"], [(4, text)], by="alice")
+        with store.db.connection() as conn:
+            assert conn.execute("SELECT count(*) AS n FROM record_corrections WHERE record_id = %s",
+                                (record,)).fetchone()["n"] == 0
+            assert text not in conn.execute("SELECT body FROM search_rows WHERE record_id = %s AND n = 5",
+                                            (record,)).fetchone()["body"]
+        assert not [event for event in store.events(record) if event["kind"] == "corrected"]
+        assert _passages(store, record) == before
+    finally:
+        with store.db.connection() as conn:
+            conn.execute("DROP TRIGGER refuse_passage ON passages")
+            conn.execute("DROP FUNCTION refuse_passage()")
+    assert correct(store, record, ids["alice"], [(4, text)], by="alice")
+    assert text in _passages(store, record)[1]["body"] and _agreeing(store, record) == []
+
+
+def test_text_and_passages_agree_at_every_moment_of_concurrent_edits(world):
+    """Two owners' tabs edit segments of one passage, and a word of it, over and over, while a
+    reader looks at the text and the passages in one snapshot each time: it never sees a
+    passage that does not hold the text its segments hold, and the passage ends with the
+    embedding of the text it holds."""
+    import numpy as np
+
+    from audio import meaning
+    from service.meaning import correct
+
+    store, _, _, _, ids, records = world
+    record = records["launch"]
+    rounds = 6
+    seen: list[list[tuple[int, str, str]]] = []
+    done: list[int] = []
+
+    def work(i):
+        if i == 2:  # the reader, until both editors are through
+            while len(done) < 2:
+                seen.append(_agreeing(store, record))
+            return len(seen)
+        for turn in range(rounds):
+            if turn % 3 == 2:
+                correct(store, record, ids["alice"], [], words=[(3 + i, 0, f"Round{turn}")], by=f"tab {i}")
+            else:
+                text = f"In round {turn} the {'kitchen' if i else 'canteen'} serves dish number {turn * 7 + i}."
+                correct(store, record, ids["alice"], [(3 + i, text)], by=f"tab {i}")
+        done.append(i)
+        return rounds
+
+    from conftest import run_together
+
+    assert run_together(3, work)[2] >= 1
+    assert [moment for moment in seen if moment] == []
+    assert _agreeing(store, record) == []
+    passage = _passages(store, record)[1]
+    assert "Round5" in passage["body"]
+    assert float(np.dot(meaning.embed([passage["body"]])[0], passage["embedding"])) > 0.9999  # of that text

@@ -6,9 +6,13 @@
 SET LOCAL search_path = public;
 
 -- name: catalog_tables
-SELECT c.relname AS name, coalesce(array_to_string(c.reloptions, ', '), '') AS options
+-- A partitioned table is told with its partition key and how many partitions it has; the
+-- partitions themselves (made alike by its migration) are not listed one by one.
+SELECT c.relname AS name, coalesce(array_to_string(c.reloptions, ', '), '') AS options,
+       pg_get_partkeydef(c.oid) AS partitioned_by,
+       (SELECT count(*) FROM pg_inherits i WHERE i.inhparent = c.oid) AS partitions
 FROM pg_class c
-WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
 ORDER BY c.relname;
 
 -- name: catalog_columns

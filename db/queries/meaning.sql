@@ -19,6 +19,16 @@ LEFT JOIN record_corrections k ON k.record_id = %(id)s AND k.start_seconds = e.s
 WHERE w.record_id = %(id)s
 ORDER BY n;
 
+-- name: lock_passages_holding
+-- The passages of a record that hold any of the segments `segments` (search_rows.n), locked by
+-- the edit that changes them, in one order: an edit of another of their segments waits for
+-- this one's commit, then reads the text it left (passages_holding).
+SELECT p.n FROM passages p
+WHERE p.record_id = %(id)s
+  AND EXISTS (SELECT FROM unnest(%(segments)s::int[]) AS x(n) WHERE x.n BETWEEN p.first_segment AND p.last_segment)
+ORDER BY p.n
+FOR UPDATE;
+
 -- name: passages_holding
 -- The passages of a record that hold any of the segments `segments` (search_rows.n), each with
 -- its segments' texts as the search rows hold them (the owner's corrections in): what an edit
@@ -33,15 +43,16 @@ GROUP BY p.n, p.body
 ORDER BY p.n;
 
 -- name: remake_passage
--- A passage's text and embedding made again after an edit, only if it still holds the text the
--- new one was made from (a concurrent edit of another of its segments made it again first).
+-- A passage's text and embedding made again by the edit that changed its text, in the edit's
+-- transaction (the passage locked by lock_passages_holding).
 UPDATE passages SET body = %(body)s, embedding = %(embedding)s::real[]
-WHERE record_id = %(id)s AND n = %(n)s AND body = %(was)s
+WHERE record_id = %(id)s AND n = %(n)s
 RETURNING n;
 
 -- name: drop_passage
--- A passage that cannot be made again here (no model in this process): gone rather than stale.
-DELETE FROM passages WHERE record_id = %(id)s AND n = %(n)s AND body = %(was)s RETURNING n;
+-- A passage whose corrected text has no embedding here (no model in this process): gone rather
+-- than found by words it no longer has.
+DELETE FROM passages WHERE record_id = %(id)s AND n = %(n)s RETURNING n;
 
 -- name: owner_passages_capped
 -- How many passages the owner has, counted up to `cap` (by the owner's index, nothing more read).
@@ -54,9 +65,9 @@ WHERE owner_id = %(owner_id)s AND stage = 'done' AND split_part(lower(coalesce(l
 
 -- name: meaning_exact
 -- The owner's passages nearest in meaning to the query's embedding, best first, compared one
--- by one (the owner's passages read by passages_owner; "+ 0" keeps the HNSW index, which serves
--- every owner, out of it: for an owner's few thousand passages the exact reading is cheaper and
--- loses none). Filters as the word search's (search_page).
+-- by one (the owner's passages read by passages_owner in the owner's partition; "+ 0" keeps the
+-- HNSW index, which serves every owner of the partition, out of it: for an owner's few thousand
+-- passages the exact reading is cheaper and loses none). Filters as the word search's (search_page).
 WITH named AS MATERIALIZED (
     SELECT l.record_id, array_agg(l.label) AS labels
     FROM speaker_labels l
@@ -80,20 +91,21 @@ LIMIT %(limit)s;
 
 -- name: meaning_search_width
 -- How many neighbours the HNSW walk keeps (pgvector's hnsw.ef_search, kept for the transaction):
--- an owner's passages are a part of everyone's and the walk's neighbours are filtered by owner
--- after it, so it keeps twice `limit` over the owner's share of all passages (the table's
--- estimate), at least twice `limit` and at most `width` (pgvector's most). A wider walk costs
--- time in proportion (BENCHMARKS.md, Search by meaning).
+-- the walk is of the graph of the owner's partition (0010_passages_by_owner.sql), the owner's
+-- passages a part of it, and its neighbours are filtered by owner after it, so it keeps twice
+-- `limit` over the owner's share of that partition (the partition's estimate; the partition is
+-- the one holding any of the owner's passages), at least twice `limit` and at most `width`
+-- (pgvector's most). A wider walk costs time in proportion (BENCHMARKS.md, Search by meaning).
 SELECT set_config('hnsw.ef_search',
                   least(%(width)s, greatest(2 * %(limit)s,
                         ceil(2.0 * %(limit)s * greatest(c.reltuples, 1) / greatest(o.n, 1))))::int::text,
                   true) AS width
 FROM pg_class c, (SELECT count(*) AS n FROM passages WHERE owner_id = %(owner_id)s) AS o
-WHERE c.oid = 'passages'::regclass;
+WHERE c.oid = (SELECT p.tableoid FROM passages p WHERE p.owner_id = %(owner_id)s LIMIT 1);
 
 -- name: meaning_nearest
--- The same for an owner of many passages: the HNSW index walked (passages_meaning), its
--- neighbours kept when they are the owner's and pass the filters.
+-- The same for an owner of many passages: the HNSW index of the owner's partition walked
+-- (passages_meaning), its neighbours kept when they are the owner's and pass the filters.
 WITH named AS MATERIALIZED (
     SELECT l.record_id, array_agg(l.label) AS labels
     FROM speaker_labels l
@@ -120,3 +132,46 @@ WHERE (%(stage)s::text IS NULL OR r.stage = %(stage)s)
   AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = p.speaker OR p.speaker = ANY (nm.labels))
 ORDER BY p.distance, p.record_id DESC, p.n
 LIMIT %(limit)s;
+
+-- name: passages_missing
+-- Done records in English (or of no known language) that have words but no passages, by id
+-- from `after` on: done before search by meaning was enabled here (pgvector created later, the
+-- model or the extra installed later), what the backfill gives passages. Another language has
+-- none by design (found by words); neither has a text without words.
+SELECT r.id FROM records r
+WHERE r.id > %(after)s AND r.stage = 'done'
+  AND split_part(lower(coalesce(nullif(r.language, ''), 'en')), '-', 1) = 'en'
+  AND NOT EXISTS (SELECT FROM passages p WHERE p.owner_id = r.owner_id AND p.record_id = r.id)
+  AND EXISTS (SELECT FROM search_rows s WHERE s.record_id = r.id AND s.n > 0 AND s.body ~ '\S')
+ORDER BY r.id
+LIMIT %(limit)s;
+
+-- name: segment_speakers
+-- Who speaks in each of a record's segments (search_rows.n from 1; empty: not known), as the
+-- diarize save left them: where the backfill cuts passages as that save would.
+SELECT n, coalesce(speakers, '{}') AS speakers FROM search_rows
+WHERE record_id = %(id)s AND n > 0
+ORDER BY n;
+
+-- name: backfill_passages
+-- A done record's first passages, written only if its segments still hold the texts and
+-- speakers they were cut and embedded from (`said`: [text, speakers] per segment, n from 1)
+-- and it has none yet. The segments' search rows are locked (FOR SHARE) and read as committed
+-- last: an edit or a diarize save under way finishes first and then fails the comparison (the
+-- record waits for the next pass), and one that starts after waits for this commit and finds
+-- the passages to make again. Returns how many passages the record has; no row: fenced out.
+WITH target AS (
+    SELECT r.id, r.owner_id FROM records r
+    WHERE r.id = %(id)s AND r.stage = 'done'
+      AND NOT EXISTS (SELECT FROM passages p WHERE p.owner_id = r.owner_id AND p.record_id = r.id)
+    FOR KEY SHARE OF r
+), said AS (
+    SELECT s.n, s.body, coalesce(s.speakers, '{}') AS speakers FROM search_rows s
+    WHERE s.record_id = %(id)s AND s.n BETWEEN 1 AND jsonb_array_length(%(said)s::jsonb)
+    ORDER BY s.n
+    FOR SHARE
+)
+SELECT keep_passages(t.id, t.owner_id, %(passages)s::jsonb) AS passages
+FROM target t
+WHERE (SELECT coalesce(jsonb_agg(jsonb_build_array(body, to_jsonb(speakers)) ORDER BY n), '[]') FROM said)
+      = %(said)s::jsonb;
