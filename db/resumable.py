@@ -9,13 +9,19 @@ inside it), so the committed offset and the committed bytes never disagree and t
 the same offset cannot both write. The blob keeps the chunks of every other blob (CHUNK_BYTES
 each but the last), so a record made of it is read like any other.
 
-Finishing is one transaction too (`finish_upload`, called by the one intake once it has checked
-the bytes): the upload's row is locked, marked finished and its blob handed to the new record, so
-two finishers at once, or one that repeats after a crash, make one record.
+Finishing is one transaction too (`finishing`): it begins by claiming the upload's row (locked
+until it ends, the one statement that decides who finishes), the finisher copies and checks the
+bytes, and the one intake then marks the row finished and hands its blob to the new record in
+that same transaction (`finish_upload`), or the refusal removes the upload. Any other finisher
+at once, a request or the sweep of any process, finds the row held and copies nothing: it answers
+with the upload as it stands, or (the request that brought the last byte) waits for the outcome.
+A finisher that dies lets go with its connection, and the next one finishes the upload: one
+record, however many try.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +30,7 @@ from loguru import logger
 from psycopg.rows import DictRow
 
 from db.blobs import CHUNK_BYTES, chunks_of, discard_blob, finish_blob
-from db.database import Database
+from db.database import CONNECT_TIMEOUT_SECONDS, Database, PooledConnection
 from db.journal import record_log
 from db.queries import query
 from db.quotas import hold_quota
@@ -75,6 +81,28 @@ class NewUpload:
             self.language,
             self.prompt,
         ) and row["speakers"] == self.speakers
+
+
+@dataclass
+class Finishing:
+    """A finisher's hold on an upload (`ResumableUploads.finishing`). `held`: this finisher makes
+    its record: the row is locked by `conn`'s transaction until the block ends, and each statement
+    the thread runs inside the block runs there too (`Database.on`), so finishing takes no pooled
+    connection. Not held: the upload as it stands, finished (`record_id`), not complete yet, or
+    held by another finisher."""
+
+    conn: PooledConnection
+    row: DictRow
+    held: bool
+    record_id: int | None = None
+    made: bool = False  # this finisher made the record (committed when the block ends)
+    discarded: int | None = None  # the blob of a refused upload, deleted once the removal commits
+
+    def refuse(self) -> None:
+        """Bytes intake refused: the upload goes in the finisher's transaction, its blob after."""
+        row = self.conn.execute(query("remove_upload"), {"id": self.row["id"], "owner_id": self.row["owner_id"]})
+        removed = row.fetchone()
+        self.held, self.discarded = False, None if removed is None else removed["blob_id"]
 
 
 def piece_room(offset: int) -> int:
@@ -172,23 +200,50 @@ class ResumableUploads:
         """The bytes of an unfinished upload's blob, a few chunks per round trip."""
         return chunks_of(self.db, "upload_chunks", blob_id, batch)
 
+    @contextlib.contextmanager
+    def finishing(self, upload_id: str, owner_id: int, *, wait: bool = False) -> Iterator[Finishing]:
+        """Hold a complete upload to make its record (`Finishing`), on a connection of its own.
+        One another finisher holds is answered at once as it stands, or with `wait` once that
+        finisher is done. UploadGone when there is no such upload of the owner's."""
+        params = {"id": upload_id, "owner_id": owner_id}
+        conn = self.db.own_connection(CONNECT_TIMEOUT_SECONDS)
+        try:
+            with conn.transaction():
+                row = conn.execute(query("await_upload_finish" if wait else "claim_upload_finish"), params).fetchone()
+                if row is None:  # another finisher holds it, or there is no such upload
+                    row = conn.execute(query("upload_state"), params).fetchone()
+                    if row is None:
+                        raise UploadGone("no such upload")
+                    held = False
+                else:
+                    held = row["finished_at"] is None and row["upload_length"] == row["received"]
+                finishing = Finishing(conn, row, held, row["record_id"] if row["finished_at"] is not None else None)
+                with self.db.on(conn):
+                    yield finishing
+        finally:
+            conn.close()
+        if finishing.made and finishing.record_id is not None:
+            record_log(finishing.record_id, "created", "accepted").info(
+                "record {} accepted from resumable upload {} ({} bytes{})",
+                finishing.record_id,
+                _short(upload_id),
+                finishing.row["received"],
+                ", cut short: its uploader went quiet" if finishing.row["cut_short"] else "",
+            )
+        if finishing.discarded is not None:
+            discard_blob(self.db, finishing.discarded, complete=False)
+
     def finish_upload(
-        self, upload_id: str, owner_id: int, new: NewRecord, same: SameUpload | None = None
+        self, finishing: Finishing, owner_id: int, new: NewRecord, same: SameUpload | None = None
     ) -> tuple[int, bool]:
-        """Make the record of a complete upload whose bytes intake has checked: its id, and
-        whether it is new (False: another request finished it first). The owner's quota is
-        weighed as for any intake (QuotaExceeded: nothing changed). UploadGone when the upload
-        is missing or its bytes are not all there."""
-        with self.db.transaction() as conn:
-            row = conn.execute(query("lock_upload_row"), {"id": upload_id, "owner_id": owner_id}).fetchone()
-            if row is None:
-                raise UploadGone("no such upload")
-            if row["finished_at"] is not None:
-                made: int = row["record_id"]
-                return made, False
-            if row["upload_length"] != row["received"]:
-                raise UploadGone(f"upload {_short(upload_id)} is not complete")
-            blob_id, received = row["blob_id"], row["received"]
+        """Make the record of the complete upload `finishing` holds, whose bytes intake has
+        checked, in the finisher's transaction: its id, and True (a new record). The owner's quota
+        is weighed as for any intake (QuotaExceeded: nothing of this changed)."""
+        if not finishing.held:
+            raise RuntimeError("an upload's record is made only by the finisher that holds it")
+        conn, upload_id = finishing.conn, finishing.row["id"]
+        blob_id, received = finishing.row["blob_id"], finishing.row["received"]
+        with conn.transaction():  # a savepoint: refused, the finisher removes the upload
             conn.execute(query("hand_over_upload"), {"id": upload_id, "record_id": None})
             size = finish_blob(conn, blob_id, -(-received // CHUNK_BYTES))
             if size is None or size != received:
@@ -198,13 +253,7 @@ class ResumableUploads:
             conn.execute(query("hand_over_upload"), {"id": upload_id, "record_id": record_id})
             if new.cut_short:
                 conn.execute(query("journal_cut_short"), {"record_id": record_id, "received": received})
-        record_log(record_id, "created", "accepted").info(
-            "record {} accepted from resumable upload {} ({} bytes{})",
-            record_id,
-            _short(upload_id),
-            size,
-            ", cut short: its uploader went quiet" if new.cut_short else "",
-        )
+        finishing.held, finishing.record_id, finishing.made = False, record_id, True
         return record_id, True
 
     def remove_upload(self, upload_id: str, owner_id: int) -> bool:

@@ -18,6 +18,7 @@ from audio.decode import TooLong, UndecodableAudio, UnsupportedStream, probe
 from db import Store
 from db.quotas import QuotaExceeded
 from db.records import NewRecord
+from db.resumable import Finishing
 from db.uploads import SameUpload, UploadKeyReused
 from domain.asked import TASKS, TRANSLATE, Asked
 from domain.errors import TranscriberError
@@ -209,7 +210,7 @@ def accept_recording(
     task: str | None = None,
     same: SameUpload | None = None,
     continue_unfinished: bool = False,
-    upload: str | None = None,
+    upload: Finishing | None = None,
     cut_short: bool = False,
 ) -> tuple[int, bool]:
     """The one intake: check what the upload asks for and the file at `path`, then store them as
@@ -222,10 +223,10 @@ def accept_recording(
     (`asked_of`). Input that cannot be accepted raises an IntakeError with nothing stored; the
     same key with other bytes, or asking for something else, is KeyReused.
 
-    `upload` names a resumable upload of the owner's whose bytes, already stored, `path` is a
-    copy of: once checked they become the record's as they are (`db.resumable`), and a
-    repeat of its finishing answers the record it made (`cut_short`: its uploader went quiet
-    before saying it had stopped)."""
+    `upload` is the hold of the one finisher of a resumable upload of the owner's
+    (`db.resumable.Finishing`) whose bytes, already stored, `path` is a copy of: once checked
+    they become the record's as they are, in the finisher's transaction (`cut_short`: its
+    uploader went quiet before saying it had stopped)."""
     name = inputs.source_name(source_name or path.name)
     title = checked_text("title", title, inputs.one_line_problem)  # as `inputs.Title`
     asked = asked_of(settings, language=language, prompt=prompt, speakers=speakers, task=task)

@@ -8,7 +8,10 @@ bytes is taken on the way), checked, and the blob they already are becomes the r
 nothing is stored twice. Bytes intake refuses (not audio, too long, over the quota) are removed
 with the upload, and the refusal is the answer. An upload whose last byte is in but whose record
 was never made (the process died between the two) is finished by the next request that asks
-about it, or by the sweep; either way one record, never two (`db.resumable.finish_upload`).
+about it, or by the sweep. Only the finisher that holds the upload copies its bytes
+(`db.resumable.finishing`): any other at the same time, in any process, answers at once that
+the record is not made yet, or (the request that brought the last byte) waits for its outcome.
+One record, never two, and one copy.
 """
 
 from __future__ import annotations
@@ -148,43 +151,44 @@ class Pieces:
         return at, piece
 
 
-def finish(store: Store, settings: Settings, upload_id: str, owner_id: int) -> int:
+def finish(store: Store, settings: Settings, upload_id: str, owner_id: int, *, wait: bool = False) -> int | None:
     """The record of a complete upload, made now through intake unless it was already: its id.
-    Bytes intake refuses are removed with the upload, and the refusal (an IntakeError) raised;
-    UploadGone when there is no such upload."""
-    row = store.upload_state(upload_id, owner_id)
-    if row is None:
-        raise UploadGone("no such upload")
-    if row["finished_at"] is not None:
-        made: int = row["record_id"]
-        return made
-    digest = hashlib.sha256()
-    with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
-        path = Path(folder) / "upload"
-        with path.open("wb") as out:
-            for piece in store.upload_bytes(row["blob_id"]):
-                digest.update(piece)
-                out.write(piece)
-        try:
-            record_id, _ = accept_recording(
-                store,
-                settings,
-                path,
-                owner_id=owner_id,
-                title=row["title"],
-                source_name=row["source_name"] or None,
-                language=row["language"],
-                prompt=row["prompt"],
-                speakers=row["speakers"],
-                same=SameUpload(digest.digest()),
-                upload=upload_id,
-                cut_short=row["cut_short"],
-            )
-        except IntakeError as refused:
-            if store.upload_state(upload_id, owner_id) is not None:
-                store.remove_upload(upload_id, owner_id)
-            logger.info("resumable upload {} refused at its end: {}", upload_id[:8], refused.code)
-            raise
+    None while another finisher holds the upload (its bytes are not copied twice), unless `wait`
+    waits for that one's outcome. Bytes intake refuses are removed with the upload, and the
+    refusal (an IntakeError) raised; UploadGone when there is no such upload."""
+    refused: IntakeError | None = None
+    with store.finishing(upload_id, owner_id, wait=wait) as finishing:
+        if not finishing.held:
+            return finishing.record_id
+        row = finishing.row
+        digest = hashlib.sha256()
+        with tempfile.TemporaryDirectory(prefix="transcriber-upload-") as folder:
+            path = Path(folder) / "upload"
+            with path.open("wb") as out:
+                for piece in store.upload_bytes(row["blob_id"]):
+                    digest.update(piece)
+                    out.write(piece)
+            try:
+                record_id, _ = accept_recording(
+                    store,
+                    settings,
+                    path,
+                    owner_id=owner_id,
+                    title=row["title"],
+                    source_name=row["source_name"] or None,
+                    language=row["language"],
+                    prompt=row["prompt"],
+                    speakers=row["speakers"],
+                    same=SameUpload(digest.digest()),
+                    upload=finishing,
+                    cut_short=row["cut_short"],
+                )
+            except IntakeError as error:
+                finishing.refuse()
+                refused = error
+    if refused is not None:
+        logger.info("resumable upload {} refused at its end: {}", upload_id[:8], refused.code)
+        raise refused
     return record_id
 
 
@@ -202,14 +206,14 @@ def sweep(store: Store, settings: Settings) -> SweepCounts:
     """Finish the recordings whose uploader went quiet (TRANSCRIBER_RECORDING_IDLE_SECONDS) and
     the complete uploads a dead process left without their record, then remove the uploads idle
     for TRANSCRIBER_UPLOAD_EXPIRY_HOURS. Any number of processes may run it at once: each upload
-    is finished once and removed once."""
+    is finished once (one another finisher holds is left to it) and removed once."""
     cut = store.cut_idle_recordings(settings.recording_idle_seconds)
     stranded = store.stranded_uploads(STRANDED_GRACE_SECONDS)
     finished = refused = 0
     for row in [*cut, *stranded]:
         try:
-            finish(store, settings, row["id"], row["owner_id"])
-            finished += 1
+            if finish(store, settings, row["id"], row["owner_id"]) is not None:
+                finished += 1
         except (IntakeError, UploadGone):
             refused += 1
     expired = store.expire_uploads(settings.upload_expiry_seconds)

@@ -1,7 +1,7 @@
 """Resumable uploads (tus 1.0 at /uploads) with the real Python client, tuspy, against a live
 server: the upload becomes one record whose audio is byte-identical, a cut connection resumes
 from the committed offset, every bad input is refused with nothing kept, another owner's upload
-is a missing one, quotas count unfinished uploads, and two finishers make one record."""
+is a missing one, quotas count unfinished uploads, and two final PATCHes make one record."""
 from __future__ import annotations
 
 import base64
@@ -273,8 +273,8 @@ def test_a_repeated_creation_with_its_key_is_the_same_upload(make_api):
 
 def test_two_final_patches_at_once_make_one_record(make_api, speech):
     """Two PATCHes of the last bytes on a barrier: one is taken (204, Upload-Record), the other
-    finds the offset moved (409); then two HEADs on a barrier of an upload whose last byte is in
-    but whose record was never made (as after a crash) both name the same, single record."""
+    finds the offset moved (409). (Two finishers of an upload whose last byte is in but whose
+    record was never made: test_resumable_concurrency.py.)"""
     api = make_api()
     token = api.token("alice")
     data = speech.read_bytes()
@@ -298,32 +298,6 @@ def test_two_final_patches_at_once_make_one_record(make_api, speech):
         thread.join(timeout=60)
     assert sorted(a.status_code for a in answers) == [204, 409], [a.text for a in answers]
     assert count(api.store, "SELECT count(*) AS n FROM records") == 1
-
-    # the last byte committed, the record not made: what a crash between the two leaves
-    owner = api.store.owner_by_token(token)["id"]
-    stranded = api.http.post("/uploads", headers=headers(token, **{"Upload-Length": str(len(data))}))
-    stranded_id = upload_id(stranded.headers["Location"])
-    offset = 0
-    from db.resumable import piece_room
-    while offset < len(data):
-        piece = data[offset:offset + piece_room(offset)]
-        offset = api.store.write_upload_piece(stranded_id, owner, offset, piece)
-    barrier = threading.Barrier(2)
-    heads = []
-
-    def ask():
-        with httpx.Client(base_url=str(api.http.base_url), timeout=60) as http:
-            barrier.wait()
-            heads.append(http.head(stranded.headers["Location"], headers=headers(token)))
-
-    threads = [threading.Thread(target=ask) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert [h.status_code for h in heads] == [200, 200]
-    assert heads[0].headers["Upload-Record"] == heads[1].headers["Upload-Record"]
-    assert count(api.store, "SELECT count(*) AS n FROM records") == 2
 
 
 def test_a_recording_gone_quiet_becomes_a_record_cut_short(make_api, speech):

@@ -8,12 +8,17 @@ bodies within the upload limit (`web.body_limit`); another owner's upload answer
 a missing one, 404; an Idempotency-Key on the creation makes a repeat answer the first upload.
 A request's bytes are committed as they stream in (`service.resumable.Pieces`, `db.resumable`),
 a chunk at most in memory whatever the request's size; a request cut short keeps what arrived,
-and HEAD tells the client where to go on from. The request that brings the last byte makes the
-record through the one intake, and answers its refusal if intake refuses the bytes.
+and HEAD tells the client where to go on from: the committed offset, at once, even while another
+request is in the middle of a body (tus lets the offset lag a live PATCH: the client resumes
+from it, and a PATCH at an offset that has moved is refused with 409). The request that brings
+the last byte makes the record through the one intake, and answers its refusal if intake refuses
+the bytes; a HEAD or GET that finds the last byte in and no record makes it unless another
+finisher holds the upload (`db.resumable.finishing`), and answers the final offset either way.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -37,7 +42,7 @@ TUS_VERSION = "1.0.0"
 TUS_EXTENSIONS = "creation,creation-with-upload,creation-defer-length,termination,expiration"
 OFFSET_TYPE = "application/offset+octet-stream"
 NO_UPLOAD = ("not_found", "no such upload")
-# how long a request waits for another of the same upload to finish writing (`_Tus._quiet`)
+# how long a PATCH waits for one before it of the same upload to finish writing (`_Tus.patch`)
 WAIT_FOR_WRITER_SECONDS = 5.0
 
 
@@ -83,8 +88,8 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
     async def patch(upload_id: str, request: Request):
         """Bytes at `Upload-Offset` (application/offset+octet-stream), committed before the
         204; `Upload-Length` makes a deferred length known. The last byte makes the record."""
-        async with tus.writing(upload_id):
-            return await tus.answer(request, tus.patch, upload_id)
+        async with tus.writing(upload_id) as before:
+            return await tus.answer(request, tus.patch, upload_id, before)
 
     @routes.delete("/uploads/{upload_id}", status_code=204, response_class=Response)
     async def terminate(upload_id: str, request: Request):
@@ -106,26 +111,21 @@ class _Tus:
         self._writing: dict[str, anyio.Event] = {}  # uploads a request of this process writes to
 
     @asynccontextmanager
-    async def writing(self, upload_id: str) -> AsyncIterator[None]:
+    async def writing(self, upload_id: str) -> AsyncIterator[anyio.Event | None]:
         """A request that may write to the upload, from its start (before its token's check and
-        its first byte): one still writing before it finishes first."""
-        await self._quiet(upload_id)
+        its first byte): the one of this process that was writing to it before, if any, set once
+        that one is done (`patch` may wait for it), and a later one gets this one's."""
+        before = self._writing.get(upload_id)
         done = self._writing[upload_id] = anyio.Event()
         try:
-            yield
+            yield before
         finally:
-            if self._writing.get(upload_id) is done:
-                del self._writing[upload_id]
+            if self._writing.get(upload_id) is done:  # the one before, if still writing, is next
+                if before is not None and not before.is_set():
+                    self._writing[upload_id] = before
+                else:
+                    del self._writing[upload_id]
             done.set()
-
-    async def _quiet(self, upload_id: str) -> None:
-        """Wait (a while at most) for a request of this process still writing to the upload: one
-        whose connection was cut commits what it received, and a client that resumes at once
-        then hears the offset that includes it instead of sending those bytes again."""
-        writing = self._writing.get(upload_id)
-        if writing is not None:
-            with anyio.move_on_after(WAIT_FOR_WRITER_SECONDS):
-                await writing.wait()
 
     async def answer(self, request: Request, handler, *args) -> Response:
         """The handler's answer, or its refusal in the API's error shape; either way with
@@ -179,13 +179,15 @@ class _Tus:
 
     # reading
 
+    # HEAD and GET wait for nothing: not for a PATCH in the middle of a body (its pieces are
+    # committed as they fill, and the offset answered is what is committed), nor for another
+    # finisher of a complete upload (the final offset then, without the record)
+
     async def head(self, request: Request, who: dict, upload_id: str) -> Response:
-        await self._quiet(upload_id)
         row = await self._settled(upload_id, who)
         return self._with_state(Response(status_code=200), row)
 
     async def state(self, request: Request, who: dict, upload_id: str) -> Response:
-        await self._quiet(upload_id)
         row = await self._settled(upload_id, who)
         response = JSONResponse(
             {
@@ -200,12 +202,22 @@ class _Tus:
 
     # writing
 
-    async def patch(self, request: Request, who: dict, upload_id: str) -> Response:
+    async def patch(self, request: Request, who: dict, upload_id: str, before: anyio.Event | None) -> Response:
         _check_offset_type(request)
         offset = _length(request.headers.get("upload-offset"), "Upload-Offset")
         if offset is None:
             raise ApiError(400, "bad_upload_offset", "a PATCH needs `Upload-Offset: <bytes>`")
         row = await self._row(upload_id, who)
+        if before is not None and not before.is_set() and offset >= row["received"]:
+            # a request of this process still writing to the upload: one whose connection was
+            # cut commits what it received, and a client that resumed at once from a HEAD
+            # answered meanwhile is told the offset that includes it (409) instead of sending
+            # those bytes again. An offset behind the committed one is refused at once: offsets
+            # only grow. However long it waits, two writers at one offset cannot both write
+            # (`db.resumable.write_upload_piece`).
+            with anyio.move_on_after(WAIT_FOR_WRITER_SECONDS):
+                await before.wait()
+            row = await self._row(upload_id, who)
         if offset != row["received"]:
             raise ApiError(
                 409,
@@ -284,14 +296,17 @@ class _Tus:
 
     async def _settled(self, upload_id: str, who: dict) -> dict:
         """The upload's row, its record made first if its last byte is in but no record was
-        made of it (the process that took that byte died before)."""
-        return await self._finished(await self._row(upload_id, who), who)
+        made of it (the process that took that byte died before), unless another finisher is
+        making it right now: then as it stands, complete without its record."""
+        return await self._finished(await self._row(upload_id, who), who, wait=False)
 
-    async def _finished(self, row: dict, who: dict) -> dict:
+    async def _finished(self, row: dict, who: dict, *, wait: bool = True) -> dict:
+        """The row of a complete upload after its record is made (by this request, or with
+        `wait` by another finisher it waited for)."""
         if row["finished_at"] is not None or row["upload_length"] != row["received"]:
             return row
         try:
-            await _run(resumable.finish, self.store, self.settings, row["id"], who["id"])
+            await _run(functools.partial(resumable.finish, wait=wait), self.store, self.settings, row["id"], who["id"])
         except UploadGone:
             raise ApiError(404, *NO_UPLOAD) from None
         except IntakeError as error:

@@ -1,6 +1,7 @@
 -- Statements of resumable uploads (`db.resumable`): created with an intake blob of their own,
 -- filled a chunk at a time with the offset moved in the same transaction, finished into a record
--- once (the transaction that inserts the record hands the blob over), and swept when idle.
+-- once (one finisher holds the row from its claim until its transaction inserts the record and
+-- hands the blob over), and swept when idle.
 
 -- name: upload_by_idempotency_key
 -- The upload an owner's creation with this Idempotency-Key made, finished or not.
@@ -58,14 +59,28 @@ SELECT seq, data FROM blob_chunks
 WHERE blob_id = %(blob_id)s AND seq >= %(from_seq)s
 ORDER BY seq LIMIT %(limit)s;
 
--- name: lock_upload_row
--- The first statement of finishing an upload: whoever finishes it second waits here and then
--- finds it finished, with the record the first one made.
-SELECT id, blob_id, upload_length, received, finished_at, record_id, cut_short
-FROM resumable_uploads WHERE id = %(id)s AND owner_id = %(owner_id)s FOR UPDATE;
+-- name: claim_upload_finish
+-- The first statement of finishing an upload, and the one that decides who does: its row,
+-- locked until the finisher's transaction ends (the record made, the refusal removed, or the
+-- finisher gone: a process that dies lets go with its connection). No row while another
+-- finisher holds it, so a second one neither waits nor copies the bytes again: it answers
+-- with the upload as it stands (`upload_state`).
+SELECT id, owner_id, blob_id, upload_length, received, touched_at, finished_at, record_id, cut_short,
+       source_name, title, language, prompt, speakers
+FROM resumable_uploads WHERE id = %(id)s AND owner_id = %(owner_id)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: await_upload_finish
+-- `claim_upload_finish` for the request that brought the last byte, which answers with the
+-- record: it waits for a finisher that got there first, then finds the record it made (or no
+-- row: the bytes were refused), or the upload still unfinished and its own to finish.
+SELECT id, owner_id, blob_id, upload_length, received, touched_at, finished_at, record_id, cut_short,
+       source_name, title, language, prompt, speakers
+FROM resumable_uploads WHERE id = %(id)s AND owner_id = %(owner_id)s
+FOR UPDATE;
 
 -- name: hand_over_upload
--- Inside the transaction that inserts the record: the upload is finished and its blob is the
+-- Inside the finisher's transaction, which inserts the record: the upload is finished and its blob is the
 -- record's now, so it no longer counts among the owner's unfinished uploads.
 UPDATE resumable_uploads SET finished_at = now(), blob_id = NULL, record_id = %(record_id)s
 WHERE id = %(id)s;
@@ -79,6 +94,7 @@ VALUES (%(record_id)s, 'pipeline', 'cut_short', 'created',
 -- name: remove_upload
 -- Termination, a refusal at the end, or expiry: the upload's row goes; its blob (returned, NULL
 -- once a record has it) is deleted after, in bounded batches (the sweep takes it if that fails).
+-- Termination of an upload a finisher holds waits for it and removes what it leaves.
 DELETE FROM resumable_uploads WHERE id = %(id)s AND owner_id = %(owner_id)s
 RETURNING blob_id;
 
