@@ -6,7 +6,6 @@ the other owner shares the partition."""
 from __future__ import annotations
 
 import json
-import math
 import random
 
 import psycopg
@@ -158,7 +157,8 @@ def _plan(conn, name: str, params: dict) -> list[tuple[str, str | None]]:
 
 def test_an_owner_reads_one_partition_and_walks_its_graph_sized_by_its_share(sharing):
     """The walk of the owner of many is as wide as twice the page over its share of its own
-    partition (2,400 passages, 2,000 its own: 48, where its share of all 2,700 would make 54); the
+    partition (2,400 passages, 2,000 its own: 48, where its share of all 2,700 would make 54),
+    whether the share is read from the partition's statistics or counted; the
     statements (custom plans, as the service runs them) read that partition alone, the walk by the
     partition's HNSW graph, and an owner's exact comparison reads its own partition alone.
 
@@ -170,7 +170,7 @@ def test_an_owner_reads_one_partition_and_walks_its_graph_sized_by_its_share(sha
               "stage": None, "topic": None, "since": None, "until": None, "speaker": None}
     with store.db.transaction() as conn:
         width = conn.execute(query("meaning_search_width"), params).fetchone()["width"]
-        assert int(width) == math.ceil(2 * LIMIT * 2400 / 2000)
+        assert int(width) == round(2 * LIMIT * 2400 / 2000)
         walked = [scan for scan in _plan(conn, "meaning_nearest", params) if scan[0].startswith("passages")]
         graphs = {row["name"] for row in conn.execute(
             "SELECT i.relname AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
@@ -193,3 +193,8 @@ def test_an_owner_reads_one_partition_and_walks_its_graph_sized_by_its_share(sha
             found = _nearest(store, owners[label], vector, 0)
             assert len(found) == LIMIT
             assert {row["record_id"] for row in found} <= records[label]
+
+    with store.db.transaction() as conn:  # the partition's statistics gone: the owner's passages counted
+        conn.execute("DELETE FROM pg_statistic WHERE starelid = %s::regclass", (partition[owners["many"]],))
+        width = conn.execute(query("meaning_search_width"), params).fetchone()["width"]
+        assert int(width) == round(2 * LIMIT * 2400 / 2000)

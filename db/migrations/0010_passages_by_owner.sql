@@ -12,9 +12,14 @@
 -- The statements that know the owner name it, so that they read one partition.
 --
 -- The rows are kept: the table is renamed, the partitioned one made under its name (its
--- constraints under 0008's names), the rows copied, the old one dropped. Its indexes go first (the copy does not maintain them, and the new
--- table's take their names); the new table's keys and indexes are made after the copy, in one
--- pass each. The same with or without pgvector: only the HNSW index depends on it.
+-- constraints under 0008's names), the rows copied. Its indexes go first (the copy does not
+-- maintain them, and the new table's take their names); the new table's keys and indexes are
+-- made after the copy, in one pass each. The old table is dropped and the foreign key to records
+-- made last: each locks records until the migration commits (dropping a table whose key refers
+-- to records, even against reads), so the service waits seconds for records (the key's check),
+-- not the graphs' build (BENCHMARKS.md: minutes per million passages); saves that write
+-- passages and searches by meaning wait for all of it. The same with or without pgvector: only
+-- the HNSW index depends on it.
 DROP INDEX IF EXISTS passages_meaning;
 DROP INDEX passages_owner;
 ALTER TABLE passages RENAME TO passages_before;
@@ -45,11 +50,8 @@ INSERT INTO passages (record_id, n, owner_id, first_segment, last_segment, start
                       speaker, body, embedding)
 SELECT record_id, n, owner_id, first_segment, last_segment, start_seconds, end_seconds, speaker, body, embedding
 FROM passages_before;
-DROP TABLE passages_before;
 
 ALTER TABLE passages ADD CONSTRAINT passages_pkey PRIMARY KEY (record_id, n, owner_id);
-ALTER TABLE passages ADD CONSTRAINT passages_record_id_fkey
-    FOREIGN KEY (record_id) REFERENCES records(id) ON DELETE CASCADE;
 
 -- an owner's passages, for the exact comparison (one partition's index)
 CREATE INDEX passages_owner ON passages (owner_id);
@@ -80,3 +82,7 @@ BEGIN
                 'USING hnsw ((embedding::vector(384)) vector_cosine_ops)';
     END IF;
 END $$;
+
+DROP TABLE passages_before;
+ALTER TABLE passages ADD CONSTRAINT passages_record_id_fkey
+    FOREIGN KEY (record_id) REFERENCES records(id) ON DELETE CASCADE;

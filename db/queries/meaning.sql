@@ -93,15 +93,22 @@ LIMIT %(limit)s;
 -- How many neighbours the HNSW walk keeps (pgvector's hnsw.ef_search, kept for the transaction):
 -- the walk is of the graph of the owner's partition (0010_passages_by_owner.sql), the owner's
 -- passages a part of it, and its neighbours are filtered by owner after it, so it keeps twice
--- `limit` over the owner's share of that partition (the partition's estimate; the partition is
--- the one holding any of the owner's passages), at least twice `limit` and at most `width`
+-- `limit` over the owner's share of that partition, at least twice `limit` and at most `width`
 -- (pgvector's most). A wider walk costs time in proportion (BENCHMARKS.md, Search by meaning).
+-- The partition is the one holding any of the owner's passages; the share is the partition's
+-- statistics' (an owner of many is among its most common values), else the owner's passages
+-- counted over the partition's estimate (counting 100,000 costs more than the walk).
 SELECT set_config('hnsw.ef_search',
-                  least(%(width)s, greatest(2 * %(limit)s,
-                        ceil(2.0 * %(limit)s * greatest(c.reltuples, 1) / greatest(o.n, 1))))::int::text,
+                  least(%(width)s, greatest(2 * %(limit)s, round(2.0 * %(limit)s / greatest(w.share, 0.0001))))::int::text,
                   true) AS width
-FROM pg_class c, (SELECT count(*) AS n FROM passages WHERE owner_id = %(owner_id)s) AS o
-WHERE c.oid = (SELECT p.tableoid FROM passages p WHERE p.owner_id = %(owner_id)s LIMIT 1);
+FROM (SELECT coalesce(
+                 (SELECT s.most_common_freqs[array_position(s.most_common_vals::text::bigint[], %(owner_id)s::bigint)]
+                  FROM pg_stats s
+                  WHERE s.schemaname = c.relnamespace::regnamespace::text AND s.tablename = c.relname
+                    AND s.attname = 'owner_id' AND NOT s.inherited),
+                 (SELECT count(*) FROM passages WHERE owner_id = %(owner_id)s) / greatest(c.reltuples, 1)) AS share
+      FROM pg_class c
+      WHERE c.oid = (SELECT p.tableoid FROM passages p WHERE p.owner_id = %(owner_id)s LIMIT 1)) AS w;
 
 -- name: meaning_nearest
 -- The same for an owner of many passages: the HNSW index of the owner's partition walked
