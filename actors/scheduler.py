@@ -1,5 +1,5 @@
 """The tick: APScheduler sends one "try to claim" per step every TRANSCRIBER_TICK_SECONDS, the
-orphan sweep every hour, the backfill of passages for search by meaning every minute and, with
+orphan sweep every hour, the backfill of passages for search by meaning every ten minutes and, with
 TRANSCRIBER_AUDIO_RETENTION_DAYS set, the retention pass.
 
 Run it as its own process (`transcriber scheduler`) or inside a single-process runner, never in
@@ -19,9 +19,11 @@ import actors
 from service.brokers import describe
 
 SWEEP_SECONDS = 3600
-# how often the records done before search by meaning was enabled are looked for (a record found
-# is given passages within a minute; a backlog drains at worker speed from then on)
-BACKFILL_SECONDS = 60
+# how often the records done before search by meaning was enabled are looked for (a backlog then
+# drains at worker speed): each look reads every done record and the passages' keys, some 0.3 s
+# of server time at 100,000 records (BENCHMARKS.md, Search by meaning), too much to do every
+# minute for the few records it finds once everything is in place
+BACKFILL_SECONDS = 600
 
 
 class BrokerWatch:

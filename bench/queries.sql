@@ -98,6 +98,16 @@ WHERE r.id >= %(first)s AND r.id < %(last)s AND r.stage = 'done';
 -- name: bench_search_analyze
 ANALYZE search_rows;
 
+-- name: bench_search_speakers
+-- The owners' records as diarized, for the search by speaker: their segments said by S1 and S2
+-- in turn, and S2 named `name` by the owner.
+WITH named AS (
+    UPDATE records SET speaker_names = jsonb_build_object('S2', %(name)s::text)
+    WHERE owner_id = ANY (%(owners)s::bigint[])
+)
+UPDATE search_rows SET speakers = ARRAY['S' || (1 + n %% 2)]
+WHERE owner_id = ANY (%(owners)s::bigint[]) AND n > 0;
+
 -- name: bench_search_samples
 -- Segments to draw the benchmark's queries from: their owner and text.
 SELECT owner_id, body FROM search_rows TABLESAMPLE BERNOULLI (%(percent)s)

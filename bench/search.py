@@ -1,7 +1,8 @@
 """Search over a large archive: 1,000,000 segments (1,000 audio hours) for 1,000
 owners and one owner of 100,000 segments (100 hours); p50/p95 of a one-word, a two-word, a phrase,
-a prefix and a common-word query for a typical owner and for the heavy one, the index's size per
-audio hour, and what indexing an hour of transcript adds to the save. Prints a table.
+a prefix and a common-word query for a typical owner and for the heavy one, one-word queries kept
+to a speaker by label and by name, the index's size per audio hour, and what indexing an hour of
+transcript adds to the save. Prints a table.
 
     TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python -m bench.search [--segments 1000000]
 
@@ -134,15 +135,16 @@ def server_cpu_ns(pids: list[int]) -> int | None:
         return None
 
 
-def timed_queries(db: Database, store: Store, made: dict[str, list[tuple[int, str]]]) -> list[list]:
+def timed_queries(db: Database, store: Store, made: dict[str, list[tuple[int, str]]],
+                  speaker: str | None = None) -> list[list]:
     with db.connection() as conn:
         pids = [row["pid"] for row in conn.execute(statements.query("bench_backends"))]
     rows = []
-    for kind in KINDS:
+    for kind, pairs in made.items():
         seconds, cpu, found, capped = [], [], [], 0
-        for owner, text in made[kind]:
+        for owner, text in pairs:
             cpu_before, began = server_cpu_ns(pids), time.perf_counter()
-            _, counted = hits(store, owner, text, limit=20)
+            _, counted = hits(store, owner, text, limit=20, speaker=speaker)
             seconds.append(time.perf_counter() - began)
             cpu_after = server_cpu_ns(pids)
             if cpu_before is not None and cpu_after is not None:
@@ -155,6 +157,27 @@ def timed_queries(db: Database, store: Store, made: dict[str, list[tuple[int, st
                      round(percentile(cpu, 0.95) * 1000, 2) if cpu else None,
                      round(sum(found) / len(found), 1), sum(1 for f in found if f) / len(found),
                      capped / len(found)])
+    return rows
+
+
+def by_speaker(db: Database, store: Store, heavy: int, typical: list[tuple[int, str]],
+               heavy_made: list[tuple[int, str]]) -> list[list]:
+    """One-word queries kept to a speaker, by label and by the name the owner gave it, against
+    none: the one-word queries timed above, of the heavy owner and of typical ones, their records
+    said by S1 and S2 in turn and S2 named (the heavy owner's 100,000 segments, and the typical
+    owners' whose queries are timed)."""
+    with db.connection() as conn:
+        owners = sorted({owner for owner, _ in typical} | {heavy})
+        conn.execute(statements.query("bench_search_speakers"), {"owners": owners, "name": "Dana"})
+        conn.execute(statements.query("bench_search_merge"))  # the rows written again: their keys merged
+        conn.execute(statements.query("bench_search_analyze"))
+    rows = []
+    for who, pairs in (("heavy owner", heavy_made), ("typical owner", typical)):
+        timed_queries(db, store, {"warm": pairs[:10]}, "Dana")
+        for speaker in (None, "S2", "Dana"):
+            label = "no speaker" if speaker is None else "speaker=S2" if speaker == "S2" else "speaker=the name"
+            rows += [[f"one word, {who}, {label}", *row[1:]] for row in timed_queries(db, store, {"one word": pairs},
+                                                                                       speaker)]
     return rows
 
 
@@ -254,8 +277,11 @@ def main() -> None:
         rows = timed_queries(db, store, made)
         if args.heavy:
             heavy = store.owner_by_name("heavy")["id"]
-            heavy_rows = timed_queries(db, store, queries(db, args.queries // 2, rng, heavy, 10.0))
+            heavy_made = queries(db, args.queries // 2, rng, heavy, 10.0)
+            heavy_rows = timed_queries(db, store, heavy_made)
             rows += [[f"{kind}, heavy owner", *row[1:]] for kind, row in zip(KINDS, heavy_rows)]
+            typical = [(owner, text) for owner, text in made["one word"] if owner != heavy][: args.queries // 2]
+            rows += by_speaker(db, store, heavy, typical, heavy_made["one word"])
         hour = index_an_hour(db, store, record_id, rng)
         # the hour's record is done now, saved as the service saves it: windows with timed words,
         # which each hit of a page reads to say when its word was said (`at`)

@@ -1,6 +1,6 @@
 """Records done before search by meaning was enabled (pgvector, the model or the extra came
-later) gain their passages without anyone touching them: the workers' backfill (a batch a
-minute) and `transcriber meaning backfill`, on a real PostgreSQL with pgvector and the real
+later) gain their passages without anyone touching them: the workers' backfill (woken every
+ten minutes) and `transcriber meaning backfill`, on a real PostgreSQL with pgvector and the real
 sentence model. Its write is fenced: an edit of the text while its passages are embedded, or
 under way when they are written, never leaves a passage of the words the edit replaced."""
 from __future__ import annotations
@@ -184,7 +184,7 @@ def test_text_and_passages_agree_whatever_the_order_of_a_backfill_and_edits(worl
         assert any(text in passage["body"] for passage in _passages(store, record))
 
 
-def test_the_scheduler_wakes_the_backfill_every_minute():
+def test_the_scheduler_wakes_the_backfill_every_ten_minutes():
     """The one tick source wakes the workers' backfill (beside the per-step tick and the sweep)."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -195,5 +195,5 @@ def test_the_scheduler_wakes_the_backfill_every_minute():
     _add_tick(scheduler, 1.0, None)
     job = scheduler.get_job("backfill_passages")
     assert job is not None and job.args == (actors.backfill_passages.send,)
-    assert job.trigger.interval.total_seconds() == BACKFILL_SECONDS == 60
+    assert job.trigger.interval.total_seconds() == BACKFILL_SECONDS == 600
     assert {j.id for j in scheduler.get_jobs()} == {"tick", "sweep", "backfill_passages"}

@@ -158,24 +158,53 @@ def test_passages_follow_the_text_edit_delete_rerun_and_outlive_expired_audio(wo
     assert record not in {r for r, _, _ in _hits(search("alice", "classical music performance", mode="meaning"))}
 
 
-def test_the_diarize_save_cuts_passages_where_the_speaker_changes(world):
-    """Once speakers are known, no passage holds two speakers' words; each names its speaker, and
-    a search by meaning keeps one speaker's passages."""
+def _two_voices(store, owner_id: int) -> int:
+    """A done record of LAUNCH's, its speakers found by the diarize save: S1 for its first 10 s,
+    S2 after, its passages cut again where the speaker changes."""
     from actors.diarizing import said_by
     from service.meaning import record_passages
 
-    store, _, search, _, ids, _ = world
-    record = done_record(store, ids["alice"], LAUNCH, title="Two voices", diarize=True, passages=True)
+    record = done_record(store, owner_id, LAUNCH, title="Two voices", diarize=True, passages=True)
     turns = [{"start": 0.0, "end": 10.0, "speaker": "S1"}, {"start": 10.0, "end": 100.0, "speaker": "S2"}]
     claim = store.claim(Step.DIARIZE, policy())
     said = said_by(store, record, turns)
     params = {"said": said, "speakers": [], "passages": record_passages(store, record, "en", said)}
     assert store.save(claim, {"turns": turns}, params, next_step=None)
+    return record
+
+
+def test_the_diarize_save_cuts_passages_where_the_speaker_changes(world):
+    """Once speakers are known, no passage holds two speakers' words; each names its speaker, and
+    a search by meaning keeps one speaker's passages."""
+    store, _, search, _, ids, _ = world
+    record = _two_voices(store, ids["alice"])
     cut = _passages(store, record)
     assert [(p["first_segment"], p["last_segment"], p["speaker"]) for p in cut][0] == (1, 1, "S1")
     assert all(p["speaker"] == "S2" for p in cut[1:])
     only = _hits(search("alice", PARAPHRASE, mode="meaning", speaker="S1"))
     assert all(start < 10.0 for r, start, _ in only if r == record)
+
+
+@pytest.mark.parametrize("walk", [False, True], ids=["compared one by one", "HNSW walk"])
+def test_a_speaker_is_kept_by_its_label_or_its_name_in_every_mode(world, monkeypatch, walk):
+    """A speaker asked for by label or by the name the owner gave it (any case) keeps that
+    speaker's passages and words, in every mode and either way of reading passages; another
+    name keeps nothing, and another owner's name for it finds nothing of this owner's."""
+    import db.meaning
+
+    if walk:
+        monkeypatch.setattr(db.meaning, "EXACT_UP_TO", 0)
+    store, _, search, _, ids, _ = world
+    record = _two_voices(store, ids["alice"])
+    assert store.name_speakers(record, ids["alice"], {"S2": "Dana"})
+    for mode in ("words", "meaning", "both"):
+        q = "vegetarian lunches" if mode == "words" else FOOD
+        by_label = [h for h in _hits(search("alice", q, mode=mode, speaker="s2")) if h[0] == record]
+        assert by_label and all(start > 0.0 for _, start, _ in by_label), mode  # S1 speaks from 0 s
+        assert [h for h in _hits(search("alice", q, mode=mode, speaker="dANA")) if h[0] == record] == by_label
+        assert [h for h in _hits(search("alice", q, mode=mode, speaker="Dana")) if h[0] == record] == by_label
+        assert _hits(search("alice", q, mode=mode, speaker="Eve")) == []
+        assert _hits(search("bob", q, mode=mode, speaker="Dana")) == []
 
 
 def test_hostile_queries_are_answered_in_bounded_time_in_every_mode(world):

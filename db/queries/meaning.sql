@@ -67,12 +67,10 @@ WHERE owner_id = %(owner_id)s AND stage = 'done' AND split_part(lower(coalesce(l
 -- The owner's passages nearest in meaning to the query's embedding, best first, compared one
 -- by one (the owner's passages read by passages_owner in the owner's partition; "+ 0" keeps the
 -- HNSW index, which serves every owner of the partition, out of it: for an owner's few thousand
--- passages the exact reading is cheaper and loses none). Filters as the word search's (search_page).
+-- passages the exact reading is cheaper and loses none). Filters as the word search's
+-- (search_page), the speaker's by the same functions (speakers_named, spoken_by).
 WITH named AS MATERIALIZED (
-    SELECT l.record_id, array_agg(l.label) AS labels
-    FROM speaker_labels l
-    WHERE %(speaker)s::text IS NOT NULL AND l.owner_id = %(owner_id)s AND lower(l.name) = lower(%(speaker)s)
-    GROUP BY l.record_id
+    SELECT record_id, labels FROM speakers_named(%(owner_id)s, %(speaker)s::text)
 )
 SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
        r.title, 1 - (p.embedding::vector(384) <=> %(vector)s::vector(384)) AS score,
@@ -85,7 +83,7 @@ WHERE p.owner_id = %(owner_id)s
   AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
   AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
   AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
-  AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = p.speaker OR p.speaker = ANY (nm.labels))
+  AND spoken_by(%(speaker)s::text, ARRAY[p.speaker], nm.labels)
 ORDER BY (p.embedding::vector(384) <=> %(vector)s::vector(384)) + 0, p.record_id DESC, p.n
 LIMIT %(limit)s;
 
@@ -114,10 +112,7 @@ FROM (SELECT coalesce(
 -- The same for an owner of many passages: the HNSW index of the owner's partition walked
 -- (passages_meaning), its neighbours kept when they are the owner's and pass the filters.
 WITH named AS MATERIALIZED (
-    SELECT l.record_id, array_agg(l.label) AS labels
-    FROM speaker_labels l
-    WHERE %(speaker)s::text IS NOT NULL AND l.owner_id = %(owner_id)s AND lower(l.name) = lower(%(speaker)s)
-    GROUP BY l.record_id
+    SELECT record_id, labels FROM speakers_named(%(owner_id)s, %(speaker)s::text)
 ), near AS MATERIALIZED (
     SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
            p.embedding::vector(384) <=> %(vector)s::vector(384) AS distance
@@ -136,7 +131,7 @@ WHERE (%(stage)s::text IS NULL OR r.stage = %(stage)s)
   AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
   AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
   AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
-  AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = p.speaker OR p.speaker = ANY (nm.labels))
+  AND spoken_by(%(speaker)s::text, ARRAY[p.speaker], nm.labels)
 ORDER BY p.distance, p.record_id DESC, p.n
 LIMIT %(limit)s;
 

@@ -35,14 +35,9 @@ WITH parsed AS MATERIALIZED (
     FROM (SELECT string_agg('(' || search_owner_query(%(owner_id)s, config, words)::text || ')', ' | ')::tsquery
           FROM asked) AS o(q)
 ), named AS MATERIALIZED (
-    -- the labels of the owner's records whose speaker is shown with the name asked for (any
-    -- case): the owner's name for it, else its matched voice's unless rejected (speaker_labels,
-    -- the one home of that rule); a few rows, read by the owner's index, so each search row's
-    -- test is an array overlap
-    SELECT l.record_id, array_agg(l.label) AS labels
-    FROM speaker_labels l
-    WHERE %(speaker)s::text IS NOT NULL AND l.owner_id = %(owner_id)s AND lower(l.name) = lower(%(speaker)s)
-    GROUP BY l.record_id
+    -- the labels of the owner's records whose speaker is shown with the name asked for
+    -- (speakers_named, 0011): a few rows, so each search row's test is an array overlap
+    SELECT record_id, labels FROM speakers_named(%(owner_id)s, %(speaker)s::text)
 ), candidates AS MATERIALIZED (
     SELECT s.record_id, s.n, s.start_seconds, s.end_seconds, s.config, a.words AS asked,
            ts_rank(s.words, a.words) AS rank
@@ -58,7 +53,7 @@ WITH parsed AS MATERIALIZED (
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
       -- a speaker: by label (S1), or by the name it is shown with (named)
-      AND (%(speaker)s::text IS NULL OR upper(%(speaker)s) = ANY (s.speakers) OR s.speakers && nm.labels)
+      AND spoken_by(%(speaker)s::text, s.speakers, nm.labels)
     LIMIT %(candidates)s + 1
 ), page AS (
     SELECT * FROM candidates
