@@ -60,7 +60,7 @@ def test_the_migration_keeps_the_passages_and_their_search(vector_server):
             before = _rows(db)
             assert {row["owner_id"] for row in before} == set(ids.values())
 
-            assert db.migrate() == [10]
+            assert db.migrate()[0] == 10  # and any after it
             assert _rows(db) == before
             with db.connection() as conn:
                 kind = conn.execute("SELECT relkind FROM pg_class WHERE oid = 'passages'::regclass").fetchone()
