@@ -198,3 +198,35 @@ def test_an_owner_reads_one_partition_and_walks_its_graph_sized_by_its_share(sha
         conn.execute("DELETE FROM pg_statistic WHERE starelid = %s::regclass", (partition[owners["many"]],))
         width = conn.execute(query("meaning_search_width"), params).fetchone()["width"]
         assert int(width) == round(2 * LIMIT * 2400 / 2000)
+
+
+def _read(plan: dict) -> list[str]:
+    """The partitions of passages an analysed plan read (its scans run at least once)."""
+    found = []
+    if plan.get("Relation Name", "").startswith("passages_") and plan.get("Actual Loops", 0) > 0:
+        found.append(plan["Relation Name"])
+    for child in plan.get("Plans", []):
+        found += _read(child)
+    return found
+
+
+def test_an_edit_and_the_backfill_read_the_record_owners_partition_alone(sharing):
+    """The statements an edit runs on a record's passages (db.meaning.remake_passages: lock, read,
+    make again, drop) and the backfill's for one record name the owner, read from records when the
+    caller has none (the operator's edit): run, each reads the owner's partition and no other of
+    the 64, where by record alone each probed every partition's index."""
+    store, owners, partition = sharing
+    with store.db.connection() as conn:
+        record = conn.execute("SELECT min(id) AS id FROM records WHERE owner_id = %s",
+                              (owners["many"],)).fetchone()["id"]
+        with conn.transaction(force_rollback=True):
+            conn.execute("INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body) "
+                         "SELECT %s, g, %s, g, g + 1, 'english', 'word' FROM generate_series(1, 6) AS g",
+                         (record, owners["many"]))
+            params = {"id": record, "segments": [1, 4], "n": 1, "body": "word word", "embedding": [0.5] * 384,
+                      "said": "[]", "passages": "[]"}
+            for name in ("lock_passages_holding", "passages_holding", "remake_passage", "drop_passage",
+                         "backfill_passages"):
+                explain = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + query(name)
+                plan = conn.execute(explain, params, prepare=False).fetchone()
+                assert _read(next(iter(plan.values()))[0]["Plan"]) == [partition[owners["many"]]], name

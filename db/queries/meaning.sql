@@ -22,9 +22,11 @@ ORDER BY n;
 -- name: lock_passages_holding
 -- The passages of a record that hold any of the segments `segments` (search_rows.n), locked by
 -- the edit that changes them, in one order: an edit of another of their segments waits for
--- this one's commit, then reads the text it left (passages_holding).
+-- this one's commit, then reads the text it left (passages_holding). The edit's statements name
+-- the record's owner, read from records here (the operator's edit has none to give), so that each
+-- reads the owner's partition alone (0010_passages_by_owner.sql) rather than probing all 64.
 SELECT p.n FROM passages p
-WHERE p.record_id = %(id)s
+WHERE p.owner_id = (SELECT r.owner_id FROM records r WHERE r.id = %(id)s) AND p.record_id = %(id)s
   AND EXISTS (SELECT FROM unnest(%(segments)s::int[]) AS x(n) WHERE x.n BETWEEN p.first_segment AND p.last_segment)
 ORDER BY p.n
 FOR UPDATE;
@@ -37,7 +39,7 @@ SELECT p.n, p.body,
        array_agg(s.body ORDER BY s.n) AS texts, array_agg(s.n ORDER BY s.n) AS segments
 FROM passages p
 JOIN search_rows s ON s.record_id = p.record_id AND s.n BETWEEN p.first_segment AND p.last_segment
-WHERE p.record_id = %(id)s
+WHERE p.owner_id = (SELECT r.owner_id FROM records r WHERE r.id = %(id)s) AND p.record_id = %(id)s
   AND EXISTS (SELECT FROM unnest(%(segments)s::int[]) AS x(n) WHERE x.n BETWEEN p.first_segment AND p.last_segment)
 GROUP BY p.n, p.body
 ORDER BY p.n;
@@ -45,14 +47,16 @@ ORDER BY p.n;
 -- name: remake_passage
 -- A passage's text and embedding made again by the edit that changed its text, in the edit's
 -- transaction (the passage locked by lock_passages_holding).
-UPDATE passages SET body = %(body)s, embedding = %(embedding)s::real[]
-WHERE record_id = %(id)s AND n = %(n)s
-RETURNING n;
+UPDATE passages p SET body = %(body)s, embedding = %(embedding)s::real[]
+WHERE p.owner_id = (SELECT r.owner_id FROM records r WHERE r.id = %(id)s) AND p.record_id = %(id)s AND p.n = %(n)s
+RETURNING p.n;
 
 -- name: drop_passage
 -- A passage whose corrected text has no embedding here (no model in this process): gone rather
 -- than found by words it no longer has.
-DELETE FROM passages WHERE record_id = %(id)s AND n = %(n)s RETURNING n;
+DELETE FROM passages p
+WHERE p.owner_id = (SELECT r.owner_id FROM records r WHERE r.id = %(id)s) AND p.record_id = %(id)s AND p.n = %(n)s
+RETURNING p.n;
 
 -- name: owner_passages_capped
 -- How many passages the owner has, counted up to `cap` (by the owner's index, nothing more read).
