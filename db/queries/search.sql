@@ -36,15 +36,19 @@ WITH parsed AS MATERIALIZED (
           FROM asked) AS o(q)
 ), named AS MATERIALIZED (
     -- the labels of the owner's records whose speaker is shown with the name asked for
-    -- (speakers_named, 0011): a few rows, so each search row's test is an array overlap
-    SELECT record_id, labels FROM speakers_named(%(owner_id)s, %(speaker)s::text)
+    -- (speakers_named, 0011), as one object keyed by record (labels in array text form): each
+    -- search row finds its record's by a key lookup, whatever the plan. Joined as rows, a join
+    -- the planner estimated at a few rows each side became a loop over every named record for
+    -- every matching row (1,000 records x 2,000 rows for the heavy owner: 350 ms, BENCHMARKS.md,
+    -- Search, by speaker)
+    SELECT jsonb_object_agg(record_id::text, labels::text) AS labels
+    FROM speakers_named(%(owner_id)s, %(speaker)s::text)
 ), candidates AS MATERIALIZED (
     SELECT s.record_id, s.n, s.start_seconds, s.end_seconds, s.config, a.words AS asked,
            ts_rank(s.words, a.words) AS rank
     FROM search_rows s
     CROSS JOIN LATERAL (SELECT words FROM asked WHERE asked.config = s.config) AS a
     JOIN records r ON r.id = s.record_id
-    LEFT JOIN named nm ON nm.record_id = s.record_id
     WHERE search_keys(s.owner_id, s.config, s.words) @@ (SELECT keys FROM keyed)
       AND s.words @@ a.words
       AND s.owner_id = %(owner_id)s
@@ -53,7 +57,7 @@ WITH parsed AS MATERIALIZED (
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
       -- a speaker: by label (S1), or by the name it is shown with (named)
-      AND spoken_by(%(speaker)s::text, s.speakers, nm.labels)
+      AND spoken_by(%(speaker)s::text, s.speakers, ((SELECT labels FROM named) ->> s.record_id::text)::text[])
     LIMIT %(candidates)s + 1
 ), page AS (
     SELECT * FROM candidates
