@@ -11,6 +11,7 @@ from loguru import logger
 
 from audio import meaning
 from db import Store
+from domain.errors import TranscriberError
 from domain.passages import Passage, Segment, body_of, cut, english
 
 UNAVAILABLE_EXTRA = (
@@ -75,9 +76,9 @@ def record_passages(
         return [] if said is None else None
 
 
-class _Unembedded(Exception):
+class _Unembedded(TranscriberError, code="unembedded"):
     """The passages an edit leaves hold texts not embedded before its transaction: the edit is
-    undone, to be made again once they are."""
+    undone, to be made again once they are (caught here, never answered to anyone)."""
 
     def __init__(self, bodies: list[str]) -> None:
         super().__init__(f"{len(bodies)} passage(s) to embed before the edit")

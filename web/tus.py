@@ -132,11 +132,8 @@ class _Tus:
         `Tus-Resumable` (a HEAD's refusal has no body)."""
         try:
             if request.headers.get("tus-resumable") != TUS_VERSION:
-                raise ApiError(
-                    412,
-                    "tus_version",
-                    f"this server speaks tus {TUS_VERSION}: send `Tus-Resumable: {TUS_VERSION}`",
-                )
+                message = f"this server speaks tus {TUS_VERSION}: send `Tus-Resumable: {TUS_VERSION}`"
+                raise ApiError(412, "tus_version", message)
             who = await _run(self.owner, request)
             response: Response = await handler(request, who, *args)
         except ApiError as refused:
@@ -164,12 +161,11 @@ class _Tus:
         except IntakeError as error:
             raise refusal(error) from None
         location = f"/uploads/{upload_id}"
+        row = await self._row(upload_id, who)
         if not created:  # a repeat of the creation: the first one's upload, its body not read
-            row = await self._row(upload_id, who)
             response = self._with_state(Response(status_code=200), row)
             response.headers["Idempotent-Replayed"] = "true"
         else:
-            row = await self._row(upload_id, who)
             if _has_body(request):
                 _check_offset_type(request)
                 row = await self._write(request, who, row, 0)
@@ -219,12 +215,8 @@ class _Tus:
                 await before.wait()
             row = await self._row(upload_id, who)
         if offset != row["received"]:
-            raise ApiError(
-                409,
-                "offset_mismatch",
-                f"the upload's offset is {row['received']}, not {offset}: ask HEAD and go on from there",
-                offset=row["received"],
-            )
+            message = f"the upload's offset is {row['received']}, not {offset}: ask HEAD and go on from there"
+            raise ApiError(409, "offset_mismatch", message, offset=row["received"])
         declared = _length(request.headers.get("upload-length"))
         if declared is not None and declared != row["upload_length"]:
             if declared > self.settings.max_upload_bytes:
@@ -232,11 +224,8 @@ class _Tus:
             if row["finished_at"] is not None or not await _run(
                 self.store.declare_upload_length, upload_id, who["id"], declared
             ):
-                raise ApiError(
-                    400,
-                    "bad_upload_length",
-                    f"the upload's length is {row['upload_length']} and cannot become {declared}",
-                )
+                message = f"the upload's length is {row['upload_length']} and cannot become {declared}"
+                raise ApiError(400, "bad_upload_length", message)
             row = await self._row(upload_id, who)
         if row["finished_at"] is None:
             row = await self._write(request, who, row, offset)
