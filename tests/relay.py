@@ -55,9 +55,12 @@ class Relay:
         carried = 0
         try:
             while not self.closed:
-                ready, _, _ = select.select(list(peers), [], [], 0.1)
                 if not self.passing.is_set():
-                    continue  # hung: bytes stay unread, nobody gets an answer
+                    # hung: bytes stay unread, nobody gets an answer; waited out here, as a
+                    # select on sockets with unread bytes would return at once, spinning a core
+                    self.passing.wait(0.1)
+                    continue
+                ready, _, _ = select.select(list(peers), [], [], 0.1)
                 for sock in ready:
                     data = sock.recv(65536)
                     if not data:
