@@ -74,20 +74,19 @@ WHERE owner_id = %(owner_id)s AND stage = 'done' AND split_part(lower(coalesce(l
 -- passages the exact reading is cheaper and loses none). Filters as the word search's
 -- (search_page), the speaker's by the same functions (speakers_named, spoken_by).
 WITH named AS MATERIALIZED (
-    SELECT record_id, labels FROM speakers_named(%(owner_id)s, %(speaker)s::text)
+    SELECT speakers_named(%(owner_id)s, %(speaker)s::text) AS labels
 )
 SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
        r.title, 1 - (p.embedding::vector(384) <=> %(vector)s::vector(384)) AS score,
        CASE WHEN p.speaker IS NOT NULL THEN shown_speaker_names(p.record_id) END AS names
 FROM passages p
 JOIN records r ON r.id = p.record_id
-LEFT JOIN named nm ON nm.record_id = p.record_id
 WHERE p.owner_id = %(owner_id)s
   AND (%(stage)s::text IS NULL OR r.stage = %(stage)s)
   AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
   AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
   AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
-  AND spoken_by(%(speaker)s::text, ARRAY[p.speaker], nm.labels)
+  AND spoken_by(%(speaker)s::text, ARRAY[p.speaker], (SELECT labels FROM named), p.record_id)
 ORDER BY (p.embedding::vector(384) <=> %(vector)s::vector(384)) + 0, p.record_id DESC, p.n
 LIMIT %(limit)s;
 
@@ -116,7 +115,7 @@ FROM (SELECT coalesce(
 -- The same for an owner of many passages: the HNSW index of the owner's partition walked
 -- (passages_meaning), its neighbours kept when they are the owner's and pass the filters.
 WITH named AS MATERIALIZED (
-    SELECT record_id, labels FROM speakers_named(%(owner_id)s, %(speaker)s::text)
+    SELECT speakers_named(%(owner_id)s, %(speaker)s::text) AS labels
 ), near AS MATERIALIZED (
     SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end_seconds, p.speaker, p.body,
            p.embedding::vector(384) <=> %(vector)s::vector(384) AS distance
@@ -130,12 +129,11 @@ SELECT p.record_id, p.n, p.first_segment, p.last_segment, p.start_seconds, p.end
        CASE WHEN p.speaker IS NOT NULL THEN shown_speaker_names(p.record_id) END AS names
 FROM near p
 JOIN records r ON r.id = p.record_id
-LEFT JOIN named nm ON nm.record_id = p.record_id
 WHERE (%(stage)s::text IS NULL OR r.stage = %(stage)s)
   AND (%(topic)s::text IS NULL OR %(topic)s = ANY (r.topics))
   AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
   AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
-  AND spoken_by(%(speaker)s::text, ARRAY[p.speaker], nm.labels)
+  AND spoken_by(%(speaker)s::text, ARRAY[p.speaker], (SELECT labels FROM named), p.record_id)
 ORDER BY p.distance, p.record_id DESC, p.n
 LIMIT %(limit)s;
 

@@ -35,14 +35,9 @@ WITH parsed AS MATERIALIZED (
     FROM (SELECT string_agg('(' || search_owner_query(%(owner_id)s, config, words)::text || ')', ' | ')::tsquery
           FROM asked) AS o(q)
 ), named AS MATERIALIZED (
-    -- the labels of the owner's records whose speaker is shown with the name asked for
-    -- (speakers_named, 0011), as one object keyed by record (labels in array text form): each
-    -- search row finds its record's by a key lookup, whatever the plan. Joined as rows, a join
-    -- the planner estimated at a few rows each side became a loop over every named record for
-    -- every matching row (1,000 records x 2,000 rows for the heavy owner: 350 ms, BENCHMARKS.md,
-    -- Search, by speaker)
-    SELECT jsonb_object_agg(record_id::text, labels::text) AS labels
-    FROM speakers_named(%(owner_id)s, %(speaker)s::text)
+    -- the labels of the owner's records whose speaker is shown with the name asked for, keyed
+    -- by record (speakers_named, 0011)
+    SELECT speakers_named(%(owner_id)s, %(speaker)s::text) AS labels
 ), candidates AS MATERIALIZED (
     SELECT s.record_id, s.n, s.start_seconds, s.end_seconds, s.config, a.words AS asked,
            ts_rank(s.words, a.words) AS rank
@@ -57,7 +52,7 @@ WITH parsed AS MATERIALIZED (
       AND (%(since)s::date IS NULL OR r.created_at >= %(since)s::date)
       AND (%(until)s::date IS NULL OR r.created_at < %(until)s::date + 1)
       -- a speaker: by label (S1), or by the name it is shown with (named)
-      AND spoken_by(%(speaker)s::text, s.speakers, ((SELECT labels FROM named) ->> s.record_id::text)::text[])
+      AND spoken_by(%(speaker)s::text, s.speakers, (SELECT labels FROM named), s.record_id)
     LIMIT %(candidates)s + 1
 ), page AS (
     SELECT * FROM candidates
