@@ -239,7 +239,7 @@ def model() -> Model:
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:
-    """`texts` embedded by the process's model, on one thread (a query's embedding, 8 ms, gains
+    """`texts` embedded by the process's model, on one thread (a query's short products gain
     nothing from more, and a search must not take the cores the recognizers use)."""
     from threadpoolctl import threadpool_limits
 

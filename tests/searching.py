@@ -49,3 +49,41 @@ def timed_words(start: float, end: float, text: str) -> list[dict]:
     step = (end - start) / max(1, len(said))
     return [{"word": " " + word, "start": round(start + i * step, 3), "end": round(start + (i + 1) * step, 3)}
             for i, word in enumerate(said)]
+
+
+def _threads_cpu() -> dict[int, float]:
+    """CPU seconds (user and system) each live thread of this process has spent, by thread id."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    spent = {}
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended between the listing and the read
+        spent[int(task)] = (int(fields[11]) + int(fields[12])) / tick
+    return spent
+
+
+def request_cpu(call):
+    """`call()`'s answer and the CPU seconds the request spent: the process's CPU over the call
+    less what threads already running before it (an earlier test's, say) spent meanwhile, with
+    the garbage collector held off, so that only the work the request itself caused is counted."""
+    import gc
+    import threading
+    import time
+
+    gc.collect()
+    gc.disable()
+    try:
+        mine = threading.get_native_id()
+        before, started = _threads_cpu(), time.process_time()
+        answer = call()
+        spent = time.process_time() - started
+        after = _threads_cpu()
+    finally:
+        gc.enable()
+    others = sum(after[t] - before[t] for t in before if t in after and t != mine)
+    return answer, max(0.0, spent - others)
