@@ -373,3 +373,30 @@ SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_
 -- name: bench_meaning_owners
 -- A sample of the owners whose name starts with `prefix`.
 SELECT id FROM owners WHERE starts_with(name, %(prefix)s) ORDER BY random() LIMIT %(count)s;
+
+-- name: bench_backfill_passages
+-- `each` passages for every done record (all-zero embeddings: the look reads only their keys).
+INSERT INTO passages (record_id, n, owner_id, first_segment, last_segment, start_seconds, end_seconds, body, embedding)
+SELECT r.id, k, r.owner_id, k, k, k, k + 1, 'a passage', array_fill(0::real, ARRAY[384])
+FROM records r, generate_series(1, %(each)s) AS k
+WHERE r.stage = 'done';
+
+-- name: bench_backfill_search_rows
+-- `each` segments with words for every done record, as the done save leaves them.
+INSERT INTO search_rows (record_id, n, owner_id, start_seconds, end_seconds, config, body)
+SELECT r.id, k, r.owner_id, k, k + 1, 'english', 'words said in a meeting'
+FROM records r, generate_series(1, %(each)s) AS k
+WHERE r.stage = 'done';
+
+-- name: bench_backfill_owe
+-- `count` done records, spread over the table, owed their passages (as a save without the model
+-- leaves them: no passages, a debt).
+WITH chosen AS (
+    SELECT id, owner_id FROM records WHERE stage = 'done' ORDER BY md5(id::text) LIMIT %(count)s
+), gone AS (
+    DELETE FROM passages p USING chosen c WHERE p.owner_id = c.owner_id AND p.record_id = c.id
+)
+INSERT INTO passages_owed (record_id) SELECT id FROM chosen;
+
+-- name: bench_backfill_analyze
+VACUUM ANALYZE records, passages, search_rows;

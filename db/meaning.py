@@ -57,7 +57,7 @@ class Meaning:
             return conn.execute(query("passages_holding"), {"id": record_id, "segments": list(segments)}).fetchall()
 
     def passages_missing(self, after: int, limit: int) -> list[int]:
-        """Up to `limit` done English records with words and no passages, by id past `after`."""
+        """Up to `limit` done records owed passages (passages_owed), by id past `after`."""
         with self.db.connection() as conn:
             rows = conn.execute(query("passages_missing"), {"after": after, "limit": limit}).fetchall()
         return [row["id"] for row in rows]
@@ -70,9 +70,10 @@ class Meaning:
     def backfill_passages(
         self, record_id: int, said: Sequence[tuple[str, Sequence[str]]], made: list[dict[str, object]]
     ) -> bool:
-        """The record's first passages (`made`, as keep_passages takes them), written only if its
-        segments still hold `said` (text and speakers of each, in order) and it has none; False
-        when fenced out (an edit or a diarize save changed them meanwhile, or passages came)."""
+        """The record's passages (`made`, as keep_passages takes them, all of them), written only
+        if its segments still hold `said` (text and speakers of each, in order) and it is still
+        owed them; False when fenced out (an edit or a diarize save changed them meanwhile, a
+        save paid the debt, or the record is being run again)."""
         params = {
             "id": record_id,
             "said": Jsonb([[text, list(speakers)] for text, speakers in said]),

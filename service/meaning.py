@@ -168,12 +168,13 @@ class Backfilled:
 
 
 def backfill(store: Store, *, after: int = 0, limit: int | None = None) -> Backfilled:
-    """Passages for up to `limit` done English records that have words and none (done before
-    search by meaning was enabled here; `limit` None: BACKFILL_BATCH), by id past `after`: each cut and embedded as its
-    recognize and diarize saves would have (the owner's corrections and its speakers in), before
-    and outside the write, which is fenced: written only if the record's segments still hold
-    what was embedded (an edit meanwhile leaves the record to the next pass). Nothing where
-    search by meaning is not active. Logs record ids, never text."""
+    """Passages for up to `limit` done records owed them (`limit` None: BACKFILL_BATCH), by id
+    past `after`: done in English with words while search by meaning was not active here, or an
+    edit dropped a passage it could not embed. Each is cut and embedded as its recognize and
+    diarize saves would have (the owner's corrections and its speakers in), before and outside
+    the write, which is fenced: written only if the record's segments still hold what was
+    embedded (an edit meanwhile leaves the record to the next pass). Nothing where search by
+    meaning is not active. Logs record ids, never text."""
     if not active(store):
         return Backfilled(0, 0, None)
     limit = limit or BACKFILL_BATCH

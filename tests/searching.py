@@ -87,3 +87,34 @@ def request_cpu(call):
         gc.enable()
     others = sum(after[t] - before[t] for t in before if t in after and t != mine)
     return answer, max(0.0, spent - others)
+
+
+def database_before(admin: str, name: str, version: int):
+    """A context: a fresh database `name` on the server `admin` names, built by the migrations
+    before `version` and no further (its Database open), dropped afterwards."""
+    import contextlib
+
+    import psycopg
+
+    from db import Database
+    from db.queries import migrations, query
+
+    @contextlib.contextmanager
+    def made():
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        try:
+            with Database(psycopg.conninfo.make_conninfo(admin, dbname=name), max_size=4) as db:
+                with db.transaction() as conn:
+                    conn.execute(query("create_migrations_table"))
+                    for number, migration, text in migrations():
+                        if number < version:
+                            conn.execute(text)
+                            conn.execute(query("record_migration"), {"version": number, "name": migration})
+                yield db
+        finally:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return made()

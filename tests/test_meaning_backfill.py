@@ -14,8 +14,9 @@ from fastapi.testclient import TestClient
 
 from audio import meaning
 from conftest import run_together, settings
+from db import Store
 from domain.passages import body_of
-from searching import done_record
+from searching import database_before, done_record
 from service.meaning import backfill, correct
 from test_search_meaning import BOBS, LAUNCH, PARAPHRASE, RUSSIAN
 from web.app import create_app
@@ -83,6 +84,60 @@ def test_records_done_with_meaning_off_gain_passages_from_the_workers_and_are_fo
         assert records["bobs"] not in search("alice", "delay the launch until spring", mode=mode)
         assert set(search("bob", PARAPHRASE, mode=mode)) == {records["bobs"]}
     assert backfill(store) == backfill(store).__class__(0, 0, None)
+
+
+def _owed(store) -> set[int]:
+    with store.db.connection() as conn:
+        return {row["record_id"] for row in conn.execute("SELECT record_id FROM passages_owed")}
+
+
+def test_the_records_owed_passages_are_kept_as_they_are_done_and_the_backfill_pays_them(world):
+    """Done with search by meaning off, the English records with words are owed passages, the
+    Russian one is not, nor a record done with its passages or one whose text has no words; the
+    backfill pays each debt (reading the debts alone), and a record deleted takes its debt."""
+    store, _, ids, records = world
+    assert _owed(store) == {records["launch"], records["bobs"]}
+    done_record(store, ids["alice"], LAUNCH, title="with passages", passages=True)
+    done_record(store, ids["alice"], [(0.0, 2.0, " ")], title="no words")
+    assert _owed(store) == {records["launch"], records["bobs"]}
+    assert store.delete_record(records["bobs"], ids["bob"], by="bob", role="owner") == "done"
+    assert _owed(store) == {records["launch"]}
+    assert backfill(store).records == 1
+    assert _owed(store) == set() and store.passages_missing(0, 100) == []
+    _true_to_the_text(store, records["launch"])
+
+
+def test_an_edit_made_without_the_model_owes_the_record_its_passages(world, monkeypatch):
+    """An edit in a process without the sentence model drops the passage it cannot embed (rather
+    than leave it found by the words it replaced) and owes the record its passages; where the
+    model is, the backfill makes them all again, true to the corrected text."""
+    store, _, ids, records = world
+    record = records["launch"]
+    backfill(store)
+    assert _owed(store) == set()
+    monkeypatch.setenv("TRANSCRIBER_MEANING", "off")
+    assert correct(store, record, ids["alice"], [(3, EDIT)], by="alice")
+    assert _owed(store) == {record}
+    assert not any(EDIT in passage["body"] for passage in _passages(store, record))
+    monkeypatch.delenv("TRANSCRIBER_MEANING")
+    assert backfill(store).records == 1
+    _true_to_the_text(store, record)
+    assert any(EDIT in passage["body"] for passage in _passages(store, record))
+    assert _owed(store) == set()
+
+
+def test_a_database_before_the_debts_were_kept_owes_what_the_backfill_looked_for(vector_server):
+    """Migrating a database whose records were done before the debts were kept (0012) owes each
+    done English record with words and no passage, and nothing else."""
+    admin, _ = vector_server
+    with database_before(admin, "passages_before_0012", 12) as db:
+        store = Store(db)
+        owner = store.add_owner("alice") and store.owner_by_name("alice")["id"]
+        without = done_record(store, owner, LAUNCH, title="without")
+        done_record(store, owner, BOBS, title="with", passages=True)
+        done_record(store, owner, RUSSIAN, language="ru", title="Russian")
+        assert db.migrate() == [12]
+        assert _owed(store) == {without}
 
 
 def test_the_command_backfills_in_batches_and_says_how_many(world, vector_url, monkeypatch, capsys):
@@ -172,8 +227,9 @@ def test_text_and_passages_agree_whatever_the_order_of_a_backfill_and_edits(worl
     store, _, ids, records = world
     record = records["launch"]
     for turn in range(4):
-        with store.db.connection() as conn:
+        with store.db.transaction() as conn:  # as a record done with search by meaning off is left
             conn.execute("DELETE FROM passages WHERE record_id = %s", (record,))
+            conn.execute("INSERT INTO passages_owed VALUES (%s) ON CONFLICT DO NOTHING", (record,))
         text = f"In round {turn} the canteen serves soup number {turn} to everyone who asks."
         run_together(2, lambda i, text=text: backfill(store) if i == 0 else correct(
             store, record, ids["alice"], [(3 + turn % 2, text)], by="alice"))

@@ -53,10 +53,16 @@ RETURNING p.n;
 
 -- name: drop_passage
 -- A passage whose corrected text has no embedding here (no model in this process): gone rather
--- than found by words it no longer has.
-DELETE FROM passages p
-WHERE p.owner_id = (SELECT r.owner_id FROM records r WHERE r.id = %(id)s) AND p.record_id = %(id)s AND p.n = %(n)s
-RETURNING p.n;
+-- than found by words it no longer has, and the record owed its passages (passages_owed), which
+-- the backfill makes again where the model is.
+WITH dropped AS (
+    DELETE FROM passages p
+    WHERE p.owner_id = (SELECT r.owner_id FROM records r WHERE r.id = %(id)s) AND p.record_id = %(id)s AND p.n = %(n)s
+    RETURNING p.n, p.record_id
+), owed AS (
+    INSERT INTO passages_owed (record_id) SELECT record_id FROM dropped ON CONFLICT DO NOTHING
+)
+SELECT n FROM dropped;
 
 -- name: owner_passages_capped
 -- How many passages the owner has, counted up to `cap` (by the owner's index, nothing more read).
@@ -65,7 +71,7 @@ SELECT count(*) AS passages FROM (SELECT 1 FROM passages WHERE owner_id = %(owne
 -- name: owner_not_english
 -- How many of the owner's done records are in a language other than English (not in passages).
 SELECT count(*) AS records FROM records
-WHERE owner_id = %(owner_id)s AND stage = 'done' AND split_part(lower(coalesce(language, 'en')), '-', 1) <> 'en';
+WHERE owner_id = %(owner_id)s AND stage = 'done' AND NOT in_english(language);
 
 -- name: meaning_exact
 -- The owner's passages nearest in meaning to the query's embedding, best first, compared one
@@ -138,16 +144,13 @@ ORDER BY p.distance, p.record_id DESC, p.n
 LIMIT %(limit)s;
 
 -- name: passages_missing
--- Done records in English (or of no known language) that have words but no passages, by id
--- from `after` on: done before search by meaning was enabled here (pgvector created later, the
--- model or the extra installed later), what the backfill gives passages. Another language has
--- none by design (found by words); neither has a text without words.
-SELECT r.id FROM records r
-WHERE r.id > %(after)s AND r.stage = 'done'
-  AND split_part(lower(coalesce(nullif(r.language, ''), 'en')), '-', 1) = 'en'
-  AND NOT EXISTS (SELECT FROM passages p WHERE p.owner_id = r.owner_id AND p.record_id = r.id)
-  AND EXISTS (SELECT FROM search_rows s WHERE s.record_id = r.id AND s.n > 0 AND s.body ~ '\S')
-ORDER BY r.id
+-- Done records owed passages (passages_owed, 0012: done in English with words and none, or an
+-- edit dropped one it could not embed), by id from `after` on: what the backfill gives passages.
+-- Reads the debts alone, however large the archive; one whose record is being run again waits
+-- for it to be done.
+SELECT o.record_id AS id FROM passages_owed o JOIN records r ON r.id = o.record_id
+WHERE o.record_id > %(after)s AND r.stage = 'done'
+ORDER BY o.record_id
 LIMIT %(limit)s;
 
 -- name: segment_speakers
@@ -158,16 +161,17 @@ WHERE record_id = %(id)s AND n > 0
 ORDER BY n;
 
 -- name: backfill_passages
--- A done record's first passages, written only if its segments still hold the texts and
--- speakers they were cut and embedded from (`said`: [text, speakers] per segment, n from 1)
--- and it has none yet. The segments' search rows are locked (FOR SHARE) and read as committed
--- last: an edit or a diarize save under way finishes first and then fails the comparison (the
--- record waits for the next pass), and one that starts after waits for this commit and finds
--- the passages to make again. Returns how many passages the record has; no row: fenced out.
+-- A done record's passages, all of them, written only if it is still owed them and its segments
+-- still hold the texts and speakers they were cut and embedded from (`said`: [text, speakers]
+-- per segment, n from 1); keep_passages settles the debt. The segments' search rows are locked
+-- (FOR SHARE) and read as committed last: an edit or a diarize save under way finishes first and
+-- then fails the comparison (the record waits for the next pass), and one that starts after
+-- waits for this commit and finds the passages to make again. Returns how many passages the
+-- record has; no row: fenced out.
 WITH target AS (
     SELECT r.id, r.owner_id FROM records r
     WHERE r.id = %(id)s AND r.stage = 'done'
-      AND NOT EXISTS (SELECT FROM passages p WHERE p.owner_id = r.owner_id AND p.record_id = r.id)
+      AND EXISTS (SELECT FROM passages_owed o WHERE o.record_id = r.id)
     FOR KEY SHARE OF r
 ), said AS (
     SELECT s.n, s.body, coalesce(s.speakers, '{}') AS speakers FROM search_rows s
