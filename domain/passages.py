@@ -58,7 +58,8 @@ def body_of(texts: Sequence[str | None]) -> str:
 
 
 def english(language: str | None) -> bool:
-    """Whether a record in `language` is cut into passages: English, or not known yet."""
+    """Whether a record in `language` is cut into passages: English, or not known yet. The
+    database's in_english (0012) says the same for the records owed passages."""
     return not language or language.split("-")[0].lower() == "en"
 
 

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from audio import meaning
 from conftest import run_together, settings
 from db import Store
-from domain.passages import body_of
+from domain.passages import body_of, english
 from searching import database_before, done_record
 from service.meaning import backfill, correct
 from test_search_meaning import BOBS, LAUNCH, PARAPHRASE, RUSSIAN
@@ -253,3 +253,12 @@ def test_the_scheduler_wakes_the_backfill_every_ten_minutes():
     assert job is not None and job.args == (actors.backfill_passages.send,)
     assert job.trigger.interval.total_seconds() == BACKFILL_SECONDS == 600
     assert {j.id for j in scheduler.get_jobs()} == {"tick", "sweep", "backfill_passages"}
+
+
+@pytest.mark.parametrize("language", ["en", "EN", "en-GB", "", None, "ru", "eng", "de-en", "zh"])
+def test_the_database_and_the_service_agree_on_what_is_english(db, language):
+    """A record's passages are cut by the service for English (domain.passages.english) and owed
+    by the database for it (in_english): the two say the same of every language."""
+    with db.connection() as conn:
+        owed = conn.execute("SELECT in_english(%s::text) AS yes", (language,)).fetchone()["yes"]
+    assert owed == english(language)
