@@ -21,15 +21,16 @@ import binascii
 import hashlib
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from loguru import logger
 
 from db import Store
+from db.blobs import CHUNK_BYTES
 from db.quotas import QuotaExceeded
-from db.resumable import NewUpload, UploadGone, piece_room
+from db.resumable import NewUpload, PastLength, UploadGone, piece_room
 from db.uploads import SameUpload, UploadKeyReused
 from service import inputs
 from service.config import Settings
@@ -55,6 +56,49 @@ STRANDED_GRACE_SECONDS = 60.0
 
 class BadMetadata(IntakeError, code="bad_metadata"):
     """Upload-Metadata that is not `key base64,key base64,…` of text."""
+
+
+# tus's checksum extension: the algorithms a PATCH's Upload-Checksum may name (sha1 is the one
+# every server must know)
+CHECKSUM_ALGORITHMS = {"md5": hashlib.md5, "sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
+
+
+class BadChecksum(IntakeError, code="bad_checksum"):
+    """Upload-Checksum that is not `<algorithm> <base64 digest>` of an algorithm known here."""
+
+
+class ChecksumMismatch(IntakeError, code="checksum_mismatch"):
+    """The request's bytes do not have the checksum it sent with them; none was stored."""
+
+
+class Checksum:
+    """A request's `Upload-Checksum: <algorithm> <base64 digest>`, to check its whole body against.
+    A request that carries one is all or nothing: its bytes are stored only once they all came
+    and match (`web.tus`), so a corrupted or cut request stores none of them."""
+
+    def __init__(self, header: str) -> None:
+        name, _, encoded = header.strip().partition(" ")
+        algorithm = CHECKSUM_ALGORITHMS.get(name.lower())
+        if algorithm is None:
+            known = ", ".join(CHECKSUM_ALGORITHMS)
+            raise BadChecksum(f"Upload-Checksum names an algorithm this server does not know ({known})")
+        try:
+            self.expected = base64.b64decode(encoded.strip(), validate=True)
+        except (binascii.Error, ValueError):
+            raise BadChecksum("Upload-Checksum's digest must be base64") from None
+        self.digest = algorithm()
+        if len(self.expected) != self.digest.digest_size:
+            raise BadChecksum(f"Upload-Checksum's digest is not one of {name.lower()}")
+
+    def update(self, data: bytes) -> None:
+        self.digest.update(data)
+
+    def check(self) -> None:
+        """ChecksumMismatch unless the bytes given so far have the expected digest."""
+        if self.digest.digest() != self.expected:
+            raise ChecksumMismatch(
+                "the bytes do not have the checksum sent with them; none was stored: send them again"
+            )
 
 
 def parse_metadata(header: str | None) -> dict[str, str]:
@@ -149,6 +193,23 @@ class Pieces:
         self.buffer.clear()
         self.offset += len(piece)
         return at, piece
+
+
+async def verified(stream: AsyncIterator[bytes], checksum: Checksum, room: int) -> AsyncIterator[bytes]:
+    """The bytes of a request sent with its checksum, handed on only once they have all come and
+    match it (ChecksumMismatch otherwise, and a cut request hands on nothing): held meanwhile, a
+    chunk in memory and the rest in a private temporary file. PastLength, before any is handed
+    on, when they are more than `room`."""
+    with tempfile.SpooledTemporaryFile(max_size=CHUNK_BYTES) as held:
+        async for data in stream:
+            if held.tell() + len(data) > room:
+                raise PastLength(f"the bytes would go past the {room} the upload has room for; none taken")
+            checksum.update(data)
+            held.write(data)
+        checksum.check()
+        held.seek(0)
+        while data := held.read(CHUNK_BYTES):
+            yield data
 
 
 def finish(store: Store, settings: Settings, upload_id: str, owner_id: int, *, wait: bool = False) -> int | None:

@@ -52,6 +52,26 @@ def count(store, sql: str, *params) -> int:
         return conn.execute(sql, params).fetchone()["n"]
 
 
+def upload_through_a_cut(api, token: str, path, *, chunk_size: int, cut_after: int, checksums: bool = False):
+    """tuspy uploads `path` (with a checksum on every chunk if `checksums`) through a relay that
+    cuts the first connection to carry `cut_after` bytes: the uploader, the relay (closed) and
+    the offsets HEAD answered tuspy when it went on."""
+    port = int(str(api.http.base_url).rsplit(":", 1)[1])
+    relay = Relay(("127.0.0.1", port))
+    try:
+        relay.cut_after = cut_after
+        # tuspy waits `retry_delay` seconds (30 by default) before it asks HEAD where to go on
+        up = uploader(api, token, path, chunk_size=chunk_size, base=f"http://127.0.0.1:{relay.port}", retry_delay=1)
+        up.upload_checksum = checksums
+        offsets: list[int] = []
+        original = up.get_offset
+        up.get_offset = lambda: offsets.append(original()) or offsets[-1]
+        up.upload()
+    finally:
+        relay.close()
+    return up, relay, offsets
+
+
 def test_tuspy_upload_becomes_one_record_with_the_same_bytes(make_api, speech):
     """tuspy uploads in chunks that do not fall on the store's chunk boundaries; the record it
     makes has the metadata's title and language and serves back exactly the bytes sent; HEAD and
@@ -62,7 +82,7 @@ def test_tuspy_upload_becomes_one_record_with_the_same_bytes(make_api, speech):
     assert options.status_code == 204
     assert options.headers["Tus-Version"] == "1.0.0"
     assert set(options.headers["Tus-Extension"].split(",")) == {
-        "creation", "creation-with-upload", "creation-defer-length", "termination", "expiration"}
+        "creation", "creation-with-upload", "creation-defer-length", "termination", "expiration", "checksum"}
     assert int(options.headers["Tus-Max-Size"]) == api.settings.max_upload_bytes
 
     up = uploader(api, token, speech, chunk_size=700_001, filename="talk.wav", title="Board meeting", language="en")
@@ -114,18 +134,7 @@ def test_resume_after_the_connection_is_cut_mid_chunk(make_api, speech):
     missing part; the record's audio is byte-identical."""
     api = make_api()
     token = api.token("alice")
-    port = int(str(api.http.base_url).rsplit(":", 1)[1])
-    relay = Relay(("127.0.0.1", port))
-    try:
-        relay.cut_after = 1_800_000  # bytes of the first connection that carries them
-        # tuspy waits `retry_delay` seconds (30 by default) before it asks HEAD where to go on
-        up = uploader(api, token, speech, chunk_size=2_500_000, base=f"http://127.0.0.1:{relay.port}", retry_delay=1)
-        offsets = []
-        original = up.get_offset
-        up.get_offset = lambda: offsets.append(original()) or offsets[-1]
-        up.upload()
-    finally:
-        relay.close()
+    up, relay, offsets = upload_through_a_cut(api, token, speech, chunk_size=2_500_000, cut_after=1_800_000)
     size = speech.stat().st_size
     assert relay.cuts == 1
     # kept what arrived, mid-chunk (a HEAD while the cut request's last pieces were still being

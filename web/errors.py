@@ -28,6 +28,7 @@ from service.intake import (
     TooLarge,
     UnsupportedAudio,
 )
+from service.resumable import ChecksumMismatch
 from service.search import MeaningUnavailable
 
 NOT_FOUND = ("not_found", "no such record")
@@ -57,6 +58,7 @@ STATUS = {
     NoSuchVoice: 404,
     VoiceNameTaken: 409,
     BadMerge: 422,
+    ChecksumMismatch: 460,  # tus's checksum extension: Checksum Mismatch
 }
 
 

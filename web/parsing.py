@@ -1,7 +1,7 @@
 """What routers read from a request before any rule applies: the token of an
-`Authorization: Bearer` header, an upload's `Idempotency-Key`, and the record id written in a
-path. One reading each, so that the owner's API, the panel and the pages accept and refuse
-exactly the same inputs."""
+`Authorization: Bearer` header, an upload's `Idempotency-Key`, a header's byte count, whether a
+body comes, and the record id written in a path. One reading each, so that the owner's API, the
+panel and the pages accept and refuse exactly the same inputs."""
 
 from fastapi import Request
 
@@ -42,3 +42,19 @@ def record_id(raw: str) -> int:
     if found is None:
         raise ApiError(404, *NOT_FOUND)
     return found
+
+
+def byte_count(raw: str | None, name: str = "Upload-Length") -> int | None:
+    """A byte count of a header (None without the header); 400 for one that is not."""
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if not raw.isdigit() or len(raw) > 18:
+        raise ApiError(400, "bad_header", f"{name} must be a whole number of bytes")
+    return int(raw)
+
+
+def has_body(request: Request) -> bool:
+    """Whether the request says a body comes (a length above nothing, or chunks)."""
+    length = request.headers.get("content-length")
+    return "transfer-encoding" in request.headers or (length is not None and length.strip() not in ("", "0"))

@@ -1,19 +1,20 @@
 """Resumable uploads over HTTP: tus 1.0 (https://tus.io/protocols/resumable-upload) at /uploads,
-with the creation, creation-with-upload, creation-defer-length, termination and expiration
-extensions (docs/api.md).
+with the creation, creation-with-upload, creation-defer-length, termination, expiration and
+checksum extensions (docs/api.md).
 
 The owner rules are those of `POST /records`: the owner's token or page session (with its CSRF
 token) on every request but OPTIONS, checked before a byte of a body is read (`web.gate`);
 bodies within the upload limit (`web.body_limit`); another owner's upload answered exactly like
 a missing one, 404; an Idempotency-Key on the creation makes a repeat answer the first upload.
-A request's bytes are committed as they stream in (`service.resumable.Pieces`, `db.resumable`),
-a chunk at most in memory whatever the request's size; a request cut short keeps what arrived,
-and HEAD tells the client where to go on from: the committed offset, at once, even while another
-request is in the middle of a body (tus lets the offset lag a live PATCH: the client resumes
-from it, and a PATCH at an offset that has moved is refused with 409). The request that brings
-the last byte makes the record through the one intake, and answers its refusal if intake refuses
-the bytes; a HEAD or GET that finds the last byte in and no record makes it unless another
-finisher holds the upload (`db.resumable.finishing`), and answers the final offset either way.
+A request's bytes are committed as they stream in (`service.resumable.Pieces`, `db.resumable`), a
+chunk at most in memory whatever the request's size; a request cut short keeps what arrived (one
+sent with an Upload-Checksum is all or nothing: `service.resumable.verified`), and HEAD tells the
+client where to go on from: the committed offset, at once, even while another request is in the
+middle of a body (tus lets the offset lag a live PATCH: the client resumes from it, and a PATCH at
+an offset that has moved is refused with 409). The request that brings the last byte makes the
+record through the one intake, and answers its refusal if intake refuses the bytes; a HEAD or GET
+that finds the last byte in and no record makes it unless another finisher holds the upload
+(`db.resumable.finishing`), and answers the final offset either way.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from service import resumable
 from service.config import Settings
 from service.intake import IntakeError, TooLarge, size_limit_message
 from web.errors import ApiError, error_response, refusal
-from web.parsing import idempotency_key
+from web.parsing import byte_count, has_body, idempotency_key
 
 TUS_VERSION = "1.0.0"
-TUS_EXTENSIONS = "creation,creation-with-upload,creation-defer-length,termination,expiration"
+TUS_EXTENSIONS = "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum"
 OFFSET_TYPE = "application/offset+octet-stream"
 NO_UPLOAD = ("not_found", "no such upload")
 # how long a PATCH waits for one before it of the same upload to finish writing (`_Tus.patch`)
@@ -64,6 +65,7 @@ def router(store: Store, settings: Settings, owner: Callable[..., dict]) -> APIR
                 "Tus-Version": TUS_VERSION,
                 "Tus-Extension": TUS_EXTENSIONS,
                 "Tus-Max-Size": str(settings.max_upload_bytes),
+                "Tus-Checksum-Algorithm": ",".join(resumable.CHECKSUM_ALGORITHMS),
             },
         )
 
@@ -150,7 +152,7 @@ class _Tus:
     # creation
 
     async def create(self, request: Request, who: dict) -> Response:
-        length, deferred = _length(request.headers.get("upload-length")), request.headers.get("upload-defer-length")
+        length, deferred = byte_count(request.headers.get("upload-length")), request.headers.get("upload-defer-length")
         if (length is None) == (deferred is None) or deferred not in (None, "1"):
             raise ApiError(400, "bad_upload_length", "send either `Upload-Length: <bytes>` or `Upload-Defer-Length: 1`")
         key = idempotency_key(request)
@@ -166,7 +168,7 @@ class _Tus:
             response = self._with_state(Response(status_code=200), row)
             response.headers["Idempotent-Replayed"] = "true"
         else:
-            if _has_body(request):
+            if has_body(request):
                 _check_offset_type(request)
                 row = await self._write(request, who, row, 0)
             response = self._with_state(Response(status_code=201), row)
@@ -200,7 +202,7 @@ class _Tus:
 
     async def patch(self, request: Request, who: dict, upload_id: str, before: anyio.Event | None) -> Response:
         _check_offset_type(request)
-        offset = _length(request.headers.get("upload-offset"), "Upload-Offset")
+        offset = byte_count(request.headers.get("upload-offset"), "Upload-Offset")
         if offset is None:
             raise ApiError(400, "bad_upload_offset", "a PATCH needs `Upload-Offset: <bytes>`")
         row = await self._row(upload_id, who)
@@ -217,7 +219,7 @@ class _Tus:
         if offset != row["received"]:
             message = f"the upload's offset is {row['received']}, not {offset}: ask HEAD and go on from there"
             raise ApiError(409, "offset_mismatch", message, offset=row["received"])
-        declared = _length(request.headers.get("upload-length"))
+        declared = byte_count(request.headers.get("upload-length"))
         if declared is not None and declared != row["upload_length"]:
             if declared > self.settings.max_upload_bytes:
                 raise refusal(TooLarge(size_limit_message(self.settings)))
@@ -229,7 +231,7 @@ class _Tus:
             row = await self._row(upload_id, who)
         if row["finished_at"] is None:
             row = await self._write(request, who, row, offset)
-        elif _has_body(request):
+        elif has_body(request):
             raise ApiError(
                 413, PastLength.code, f"the upload is complete at {row['received']} bytes; nothing more is taken"
             )
@@ -247,17 +249,24 @@ class _Tus:
         so such a request writes nothing at all)."""
         length = row["upload_length"]
         limit = length if length is not None else self.settings.max_upload_bytes
-        sent = _length(request.headers.get("content-length"))
+        sent = byte_count(request.headers.get("content-length"))
         if sent is not None and offset + sent > limit:
             raise self._past(length)
-        upload_id = row["id"]
-        pieces = resumable.Pieces(offset)
+        upload_id, pieces = row["id"], resumable.Pieces(offset)
+        source: AsyncIterator[bytes] = request.stream()
+        checksum = request.headers.get("upload-checksum")
         try:
-            async for data in request.stream():
+            if checksum is not None:  # all or nothing: held until it all came and matches
+                source = resumable.verified(source, resumable.Checksum(checksum), limit - offset)
+            async for data in source:
                 for at, piece in pieces.feed(data):
                     await self._piece(upload_id, who, at, piece, limit, length)
         except ClientDisconnect:
-            pass  # what arrived is kept: the client resumes from the committed offset
+            pass  # what arrived is kept (of a checked request, nothing): the client resumes from HEAD's offset
+        except PastLength:
+            raise self._past(length) from None
+        except IntakeError as error:
+            raise refusal(error) from None
         rest = pieces.rest()
         if rest is not None:
             await self._piece(upload_id, who, *rest, limit, length)
@@ -323,21 +332,6 @@ class _Tus:
         if row["finished_at"] is not None:
             response.headers["Upload-Record"] = str(row["record_id"])
         return response
-
-
-def _length(raw: str | None, name: str = "Upload-Length") -> int | None:
-    """A byte count of a header (None without the header); 400 for one that is not."""
-    if raw is None:
-        return None
-    raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 18:
-        raise ApiError(400, "bad_header", f"{name} must be a whole number of bytes")
-    return int(raw)
-
-
-def _has_body(request: Request) -> bool:
-    length = request.headers.get("content-length")
-    return "transfer-encoding" in request.headers or (length is not None and length.strip() not in ("", "0"))
 
 
 def _check_offset_type(request: Request) -> None:
