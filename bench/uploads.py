@@ -1,7 +1,7 @@
 """Resumable uploads (tus, /uploads) against one plain `POST /records` of the same file, on
 loopback: the rate of each, the server's resident memory above its idle figure while it takes
-them (whatever the size of a PATCH), and what a resume costs after a connection cut at 90 %.
-Prints a table.
+them (whatever the size of a PATCH, with or without a checksum on each), and what a resume costs
+after a connection cut at 90 %. Prints a table.
 
     TRANSCRIBER_DATABASE_URL=postgresql://… .venv/bin/python -m bench.uploads [--size-mb 1024]
 
@@ -11,9 +11,10 @@ the bundled speech repeated) of the size asked for. Each upload's record is dele
 next, so every run finds the same database. RSS is sampled every 20 ms from /proc.
 
 The cut: tuspy sends the first 80 % (16 MB PATCHes); a PATCH of the rest is then sent by hand
-and its connection dropped once it has sent up to 90 % of the file; a new tuspy uploader at the
-same address asks HEAD where the server stands and sends the rest. "re-sent" is what it sent
-beyond the missing 10 %.
+and its connection dropped once it has sent up to 90 % of the file; once the offset has settled
+(the server has committed what the cut request brought, as a client finds it after its retry
+delay), a new tuspy uploader at the same address asks HEAD where the server stands and sends the
+rest. "re-sent" is what it sent beyond the missing 10 %.
 """
 from __future__ import annotations
 
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=1024, help="the file's size (default 1024)")
     parser.add_argument("--chunks-mb", default="1,16,256", help="tus PATCH sizes to measure, MB (default 1,16,256)")
+    parser.add_argument("--checksum-chunks-mb", default="16",
+                        help="tus PATCH sizes to measure again with a sha1 checksum on each, MB (default 16)")
     args = parser.parse_args(argv)
     size = args.size_mb * MB
     with scratch_database() as url, tempfile.TemporaryDirectory() as folder:
@@ -135,15 +138,19 @@ def main(argv: list[str] | None = None) -> int:
                          round((peak.peak - idle) / MB, 1)])
 
             tus = tus_client.TusClient(base + "/uploads", headers=auth)
-            for chunk in [int(c) for c in args.chunks_mb.split(",")]:
-                up = tus.uploader(str(path), chunk_size=chunk * MB, metadata={"filename": "long.wav"})
+            sizes = [(int(c), False) for c in args.chunks_mb.split(",") if c]
+            sizes += [(int(c), True) for c in args.checksum_chunks_mb.split(",") if c]
+            for chunk, checked in sizes:
+                up = tus.uploader(str(path), chunk_size=chunk * MB, metadata={"filename": "long.wav"},
+                                  upload_checksum=checked)
                 with Peak(server.pid) as peak:
                     up.upload()
                 state = http.get(up.url, headers={"Tus-Resumable": "1.0.0"}).json()
                 assert state["record"] is not None, state
                 forget(state["record"])
                 rate = size / MB / peak.seconds
-                rows.append([f"tus PATCH {chunk} MB", "-", round(peak.seconds, 1), round(rate, 1),
+                rows.append([f"tus PATCH {chunk} MB" + (", sha1 checksum" if checked else ""), "-",
+                             round(peak.seconds, 1), round(rate, 1),
                              round(rate / plain, 2), round((peak.peak - idle) / MB, 1)])
 
             resent, resume_seconds = cut_and_resume(tus, http, path, size)
@@ -178,6 +185,14 @@ def cut_and_resume(tus, http: httpx.Client, path: Path, size: int) -> tuple[int,
         http.patch(up.url, content=body(), headers={"Tus-Resumable": "1.0.0", "Upload-Offset": str(start),
                                                     "Content-Type": "application/offset+octet-stream",
                                                     "Content-Length": str(size - start)})
+    # A client resumes after a pause (tuspy's retry delay, 30 s by default), by when the server
+    # has committed what the cut request brought; HEAD answers at once, so one asked sooner may
+    # tell less and the resumed PATCH is refused (409) until it asks again. Resume once the offset
+    # has settled, as such a client finds it.
+    settled = None
+    while (offset := http.head(up.url, headers={"Tus-Resumable": "1.0.0"}).headers["Upload-Offset"]) != settled:
+        settled = offset
+        time.sleep(0.5)
     began = time.monotonic()
     again = tus.uploader(str(path), url=up.url, chunk_size=16 * MB)
     resumed_at = again.offset
