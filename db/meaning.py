@@ -62,6 +62,12 @@ class Meaning:
             rows = conn.execute(query("passages_missing"), {"after": after, "limit": limit}).fetchall()
         return [row["id"] for row in rows]
 
+    def passages_owed_count(self) -> int:
+        """How many records are owed passages (for the metrics)."""
+        with self.db.connection() as conn:
+            row = conn.execute(query("passages_owed_count")).fetchone()
+        return int(row["records"]) if row else 0
+
     def segment_speakers(self, record_id: int) -> list[list[str]]:
         """Each segment's speaker labels in order (n from 1; empty: not known)."""
         with self.db.connection() as conn:

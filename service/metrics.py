@@ -1,6 +1,7 @@
 """Prometheus metrics: what this process did (claims, saves, refused writes, step runs and their
 durations, recognition's real-time factor) and, read from the database when scraped, where the
-records stand (per stage, halted by reason, waiting out a pause) and the audio bytes stored.
+records stand (per stage, halted by reason, waiting out a pause), the audio bytes stored and the
+records owed passages for search by meaning.
 
 The API serves both at GET /metrics. The worker processes of a `dramatiq actors` run serve
 their counters, summed over all of them, on one port, TRANSCRIBER_METRICS_PORT, when that is
@@ -11,8 +12,8 @@ cannot reach its file (the run stopping) is dropped with a warning: metrics neve
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
@@ -78,12 +79,15 @@ def recognised(audio_seconds: float, wall_seconds: float) -> None:
 
 
 class QueueCollector:
-    """Where the records stand, read from the database at each scrape (one statement)."""
+    """Where the records stand, read from the database at each scrape (one statement each)."""
 
     def __init__(self, store: Store):
         self.store = store
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        rows = self._read("the queue counts", self.store.queue_counts)
+        if rows is None:
+            return
         records = GaugeMetricFamily(
             "transcriber_records", "Records per stage (halted ones not included).", labels=["stage"]
         )
@@ -93,11 +97,6 @@ class QueueCollector:
         halted = GaugeMetricFamily(
             "transcriber_records_halted", "Halted records by stage and reason.", labels=["stage", "reason"]
         )
-        try:
-            rows = self.store.queue_counts()
-        except Exception as error:  # noqa: BLE001 - database away: the process counters still go out
-            logger.warning("metrics: the queue counts could not be read ({})", type(error).__name__)
-            return
         for row in rows:
             if row["reason"] is None:
                 records.add_metric([row["stage"]], row["records"])
@@ -105,21 +104,42 @@ class QueueCollector:
             else:
                 halted.add_metric([row["stage"], row["reason"]], row["records"])
         yield from (records, waiting, halted)
-        try:
-            stored = self.store.stored_bytes()
-        except Exception as error:  # noqa: BLE001 - as above: the process counters still go out
-            logger.warning("metrics: the stored bytes could not be read ({})", type(error).__name__)
+        stored = self._read("the stored bytes", self.store.stored_bytes)
+        if stored is None:
             return
-        total = GaugeMetricFamily(
+        yield self._gauge(
             "transcriber_stored_bytes",
             "Audio bytes stored: originals kept, converted audio in work, and what the sweep has yet to take.",
+            stored["stored_bytes"],
         )
-        total.add_metric([], stored["stored_bytes"])
-        originals = GaugeMetricFamily(
-            "transcriber_stored_original_bytes", "Bytes of original audio kept (what owners' storage quotas count)."
+        yield self._gauge(
+            "transcriber_stored_original_bytes",
+            "Bytes of original audio kept (what owners' storage quotas count).",
+            stored["original_bytes"],
         )
-        originals.add_metric([], stored["original_bytes"])
-        yield from (total, originals)
+        owed = self._read("the records owed passages", self.store.passages_owed_count)
+        if owed is not None:
+            yield self._gauge(
+                "transcriber_records_owed_passages",
+                "Done records waiting for their passages for search by meaning (the backfill's backlog).",
+                owed,
+            )
+
+    @staticmethod
+    def _read(what: str, read: Callable[[], Any]) -> Any:
+        """`read()`, or None with one warning when the database cannot answer: the process's own
+        counters still go out."""
+        try:
+            return read()
+        except Exception as error:  # noqa: BLE001 - whatever keeps the database away
+            logger.warning("metrics: {} could not be read ({})", what, type(error).__name__)
+            return None
+
+    @staticmethod
+    def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+        gauge = GaugeMetricFamily(name, documentation)
+        gauge.add_metric([], value)
+        return gauge
 
 
 def exposition(store: Store | None = None) -> bytes:

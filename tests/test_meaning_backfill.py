@@ -18,6 +18,7 @@ from db import Store
 from domain.passages import body_of, english
 from searching import database_before, done_record
 from service.meaning import backfill, correct
+from service.metrics import exposition
 from test_search_meaning import BOBS, LAUNCH, PARAPHRASE, RUSSIAN
 from web.app import create_app
 
@@ -94,16 +95,19 @@ def _owed(store) -> set[int]:
 def test_the_records_owed_passages_are_kept_as_they_are_done_and_the_backfill_pays_them(world):
     """Done with search by meaning off, the English records with words are owed passages, the
     Russian one is not, nor a record done with its passages or one whose text has no words; the
-    backfill pays each debt (reading the debts alone), and a record deleted takes its debt."""
+    backfill pays each debt (reading the debts alone), and a record deleted takes its debt; the
+    metrics say how many are owed."""
     store, _, ids, records = world
     assert _owed(store) == {records["launch"], records["bobs"]}
     done_record(store, ids["alice"], LAUNCH, title="with passages", passages=True)
     done_record(store, ids["alice"], [(0.0, 2.0, " ")], title="no words")
     assert _owed(store) == {records["launch"], records["bobs"]}
+    assert "transcriber_records_owed_passages 2.0" in exposition(store).decode()
     assert store.delete_record(records["bobs"], ids["bob"], by="bob", role="owner") == "done"
     assert _owed(store) == {records["launch"]}
     assert backfill(store).records == 1
     assert _owed(store) == set() and store.passages_missing(0, 100) == []
+    assert "transcriber_records_owed_passages 0.0" in exposition(store).decode()
     _true_to_the_text(store, records["launch"])
 
 

@@ -153,6 +153,11 @@ WHERE o.record_id > %(after)s AND r.stage = 'done'
 ORDER BY o.record_id
 LIMIT %(limit)s;
 
+-- name: passages_owed_count
+-- For the metrics: how many records are owed passages (the backfill's backlog; on a server
+-- without pgvector, or with search by meaning off, every English record done meanwhile).
+SELECT count(*) AS records FROM passages_owed;
+
 -- name: segment_speakers
 -- Who speaks in each of a record's segments (search_rows.n from 1; empty: not known), as the
 -- diarize save left them: where the backfill cuts passages as that save would.
