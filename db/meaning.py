@@ -108,7 +108,13 @@ class Meaning:
     ) -> list[DictRow]:
         """The owner's `limit` passages nearest in meaning to `vector` (pgvector's text form),
         best first, with their record's title and `score` (the cosine). Only where
-        `meaning_ready`."""
+        `meaning_ready`.
+
+        An owner of many passages walks the HNSW graph and filters what the walk found; a filter
+        (stage, topic, dates, speaker) that keeps fewer than `limit` of them may pass passages
+        beyond it, so the walk is made again at its widest, and if that too keeps fewer, the
+        owner's passages that pass the filter are compared one by one: a filter never hides a
+        passage it passes (BENCHMARKS.md, Search by meaning)."""
         params = {
             "owner_id": owner_id,
             "vector": vector,
@@ -121,11 +127,15 @@ class Meaning:
             "width": WALK_WIDTH,
             "cap": EXACT_UP_TO + 1,
         }
+        filtered = any(params[name] is not None for name in ("stage", "topic", "since", "until", "speaker"))
         with self.db.transaction() as conn:
             many = conn.execute(query("owner_passages_capped"), params).fetchone()
             if many is not None and many["passages"] > EXACT_UP_TO:
-                conn.execute(query("meaning_search_width"), params)
-                return conn.execute(query("meaning_nearest"), params, prepare=False).fetchall()
+                for width in ("meaning_search_width", "meaning_widest_walk"):
+                    conn.execute(query(width), params)
+                    near = conn.execute(query("meaning_nearest"), params, prepare=False).fetchall()
+                    if len(near) >= limit or not filtered:
+                        return near
             return conn.execute(query("meaning_exact"), params, prepare=False).fetchall()
 
 

@@ -219,3 +219,26 @@ def test_an_edit_and_the_backfill_read_the_record_owners_partition_alone(sharing
                 # passage; keep_passages then writes by the owner's key
                 expected = [] if name == "backfill_passages" else [partition[owners["many"]]]
                 assert _read(next(iter(plan.values()))[0]["Plan"]) == expected, name
+
+
+def test_a_filter_never_hides_a_passage_it_passes_from_an_owner_of_many(sharing, monkeypatch):
+    """The owner of many walks the graph and filters what it found: a speaker heard in one passage
+    only, the farthest from the question (beyond any walk), is still found (compared one by one);
+    one heard in a tenth of the passages fills the page, each hit that speaker's."""
+    import db.meaning
+
+    store, owners, _ = sharing
+    monkeypatch.setattr(db.meaning, "EXACT_UP_TO", 0)
+    vector = _random_vector(5)
+    owner = owners["many"]
+    with store.db.connection() as conn:
+        conn.execute("UPDATE passages SET speaker = 'S8' WHERE owner_id = %s AND n %% 10 = 0", (owner,))
+        far = conn.execute("SELECT record_id, n FROM passages WHERE owner_id = %s "
+                           "ORDER BY embedding::vector(384) <=> %s::vector(384) DESC LIMIT 1", (owner, vector)).fetchone()
+        conn.execute("UPDATE passages SET speaker = 'S7' WHERE owner_id = %s AND record_id = %s AND n = %s",
+                     (owner, far["record_id"], far["n"]))
+    alone = store.nearest_passages(owner, vector, limit=LIMIT, speaker="S7")
+    assert [(row["record_id"], row["n"]) for row in alone] == [(far["record_id"], far["n"])]
+    tenth = store.nearest_passages(owner, vector, limit=LIMIT, speaker="s8")
+    assert len(tenth) == LIMIT and {row["speaker"] for row in tenth} == {"S8"}
+    assert len(store.nearest_passages(owner, vector, limit=LIMIT)) == LIMIT

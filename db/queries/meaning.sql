@@ -117,6 +117,11 @@ FROM (SELECT coalesce(
       FROM pg_class c
       WHERE c.oid = (SELECT p.tableoid FROM passages p WHERE p.owner_id = %(owner_id)s LIMIT 1)) AS w;
 
+-- name: meaning_widest_walk
+-- The HNSW walk at its widest (`width`, pgvector's most), for the transaction: for a filter that
+-- kept fewer neighbours than asked of a walk sized by the owner's share alone.
+SELECT set_config('hnsw.ef_search', %(width)s::int::text, true) AS width;
+
 -- name: meaning_nearest
 -- The same for an owner of many passages: the HNSW index of the owner's partition walked
 -- (passages_meaning), its neighbours kept when they are the owner's and pass the filters.
