@@ -1,7 +1,7 @@
 """Search by meaning: quality, speed and cost. Prints tables (and writes bench/results/meaning.json).
 
     TRANSCRIBER_HOME=/tmp/bench-home .venv/bin/python -m bench.meaning \
-        [--owners 1000] [--per-owner 1000] [--heavy 100000] [--samples 100] [--skip-speed]
+        [--owners 1000] [--per-owner 1000] [--heavy 100000] [--samples 100] [--skip-speed] [--write-as NAME]
 
 Needs the `meaning` extra and a server with pgvector: TRANSCRIBER_DATABASE_URL's if it has it,
 else the embedded one under TRANSCRIBER_HOME (pgserver ships pgvector 0.6.2).
@@ -13,12 +13,14 @@ paraphrasing a segment, 10 quoting one) goes through the service's search (`serv
 in each mode; Recall@5 is the share of questions with a hit among the first five that belongs to
 the answering recording and covers the answering segment's time.
 
-**Speed.** Passages of random embeddings (a hard case for the HNSW graph: every neighbour about
-as far) for `--owners` owners of `--per-owner` passages and one owner of `--heavy`, the HNSW
-index built over all of them (timed); then the questions' embeddings asked as `mode=meaning`
-and `mode=both` through the service's search for sampled typical owners and for the heavy one:
-p50/p95 wall, and CPU (this process's and the database server processes', the server being on
-this machine). The query's embedding is timed apart (CPU, one thread).
+**Speed.** Passages of random embeddings (a hard case for the HNSW graph: every neighbour about as
+far) for `--owners` owners of `--per-owner` passages and one owner of `--heavy`, the HNSW index
+built over all of them (timed); then the questions' embeddings asked as `mode=meaning` and
+`mode=both`, and as `mode=meaning` kept to a speaker heard in a quarter of the passages (S1) and
+to one heard in one passage in a thousand (S9), through the service's search for sampled typical
+owners and for the heavy one: p50/p95 wall, and CPU (this process's and the database server
+processes', the server being on this machine). The query's embedding is timed apart (CPU, one
+thread).
 
 **Cost.** An hour of transcript (9,000 words: the written meetings' segments over again, 150
 words a minute) cut into passages and embedded on one thread, against the CPU its recognition
@@ -176,8 +178,9 @@ def speed(store: Store, owners: int, per_owner: int, heavy: int, samples: int) -
     questions = [question for question, *_ in QUESTIONS]
     rng = random.Random(7)
     rows = []
+    kinds = [("meaning", None), ("both", None), ("meaning", "S1"), ("meaning", "S9")]
     for label, chosen, passages in (("typical", typical, per_owner), ("heavy", [heavy_id], heavy)):
-        for mode in ("meaning", "both"):
+        for mode, speaker in kinds:
             walls, cpus = [], []
             for i in range(samples):
                 owner_id = chosen[i % len(chosen)]
@@ -186,11 +189,12 @@ def speed(store: Store, owners: int, per_owner: int, heavy: int, samples: int) -
                     backends = [row["pid"] for row in conn.execute(statements.query("bench_meaning_backends"))]
                 began_cpu, began_server = time.process_time(), server_cpu_ns(backends)
                 began = time.perf_counter()
-                search(store, owner_id, question, mode=mode, limit=20)
+                search(store, owner_id, question, mode=mode, limit=20, speaker=speaker)
                 walls.append(1000 * (time.perf_counter() - began))
                 server = (server_cpu_ns(backends) - began_server) / 1e6
                 cpus.append(1000 * (time.process_time() - began_cpu) + server)
             rows.append({"owner": label, "owner's passages": passages, "mode": mode,
+                         "speaker": {None: "any", "S1": "S1 (a quarter)", "S9": "S9 (one in 1,000)"}[speaker],
                          "p50 ms": round(statistics.median(walls), 1), "p95 ms": round(percentile(walls, 0.95), 1),
                          "max ms": round(max(walls), 1), "CPU p50 ms": round(statistics.median(cpus), 1),
                          "CPU p95 ms": round(percentile(cpus, 0.95), 1)})
@@ -233,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heavy", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--write-as", default="meaning", help="bench/results/NAME.json (default meaning)")
     args = parser.parse_args(argv)
     logs.configure(level="WARNING")
     results: dict = {}
@@ -254,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             show("speed (mode=meaning, mode=both: the service's search, wall)", rows)
             show("archive", [figures])
     headers = list(results["quality"][0])
-    report("meaning", headers, [[row[h] for h in headers] for row in results["quality"]], extra=results)
+    report(args.write_as, headers, [[row[h] for h in headers] for row in results["quality"]], extra=results)
     return 0
 
 

@@ -327,10 +327,12 @@ SELECT min(id) AS first, max(id) AS last FROM made;
 -- name: bench_meaning_fill
 -- `per_record` passages of 45 words for each record whose id is in [first, last], each with a
 -- random embedding (384 numbers in [-0.5, 0.5): a hard case for the graph, whose neighbours are
--- all about as far), written as keep_passages writes them.
+-- all about as far), written as keep_passages writes them. Four speakers take turns, S1 to S4,
+-- but for one passage in a thousand (the 500th of a record), said by S9.
 INSERT INTO passages (record_id, n, owner_id, first_segment, last_segment, start_seconds, end_seconds,
                       speaker, body, embedding)
-SELECT r.id, g.n, r.owner_id, g.n * 3 - 2, g.n * 3, (g.n - 1) * 18.0, g.n * 18.0, NULL,
+SELECT r.id, g.n, r.owner_id, g.n * 3 - 2, g.n * 3, (g.n - 1) * 18.0, g.n * 18.0,
+       CASE WHEN g.n %% 1000 = 500 THEN 'S9' ELSE 'S' || (g.n %% 4 + 1) END,
        repeat('word ', 45),
        (SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 384 + 0 * g.n))
 FROM records r, generate_series(1, %(per_record)s) AS g(n)
