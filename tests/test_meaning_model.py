@@ -54,7 +54,7 @@ def test_a_query_costs_little_cpu_on_one_thread(model):
     """Embedding a question on one thread (as a search does) costs at most twice the 20 ms target
     in CPU, at its cheapest of 15 tries: a shared machine's other tenants (a sibling hyperthread,
     the memory bus) only add to a try, and have been seen to double it. The target itself is
-    measured by bench/search.py (BENCHMARKS.md); this catches what would break it many times over
+    measured by bench/meaning.py (BENCHMARKS.md); this catches what would break it many times over
     (threads spinning beside the one asked for, a question padded to the model's full length)."""
     from threadpoolctl import threadpool_limits
 
