@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 from db.database import Database
 from db.journal import record_log
 from db.queries import query
-from db.rows import DictConnection
+from db.rows import DictConnection, only_row
 from domain.passages import body_of
 
 # an owner with more passages than this is served by the HNSW index; fewer are compared one by
@@ -131,11 +131,15 @@ class Meaning:
         with self.db.transaction() as conn:
             many = conn.execute(query("owner_passages_capped"), params).fetchone()
             if many is not None and many["passages"] > EXACT_UP_TO:
-                for width in ("meaning_search_width", "meaning_widest_walk"):
-                    conn.execute(query(width), params)
+                width = int(only_row(conn.execute(query("meaning_search_width"), params))["width"])
+                near = conn.execute(query("meaning_nearest"), params, prepare=False).fetchall()
+                if len(near) >= limit or not filtered:
+                    return near
+                if width < WALK_WIDTH:  # a walk already at its widest is not made twice
+                    conn.execute(query("meaning_widest_walk"), params)
                     near = conn.execute(query("meaning_nearest"), params, prepare=False).fetchall()
-                    if len(near) >= limit or not filtered:
-                        return near
+                if len(near) >= limit:
+                    return near
             return conn.execute(query("meaning_exact"), params, prepare=False).fetchall()
 
 
