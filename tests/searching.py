@@ -2,7 +2,17 @@
 checkpoint per window, then the done save), for the search tests and the search benchmark."""
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+import threading
+import time
+
+import psycopg
+
 from conftest import checkpoint, policy, save_result
+from db import Database
+from db.queries import migrations, query
 from domain.asked import TRANSLATE, Asked
 from domain.stages import Step
 
@@ -53,8 +63,6 @@ def timed_words(start: float, end: float, text: str) -> list[dict]:
 
 def _threads_cpu() -> dict[int, float]:
     """CPU seconds (user and system) each live thread of this process has spent, by thread id."""
-    import os
-
     tick = os.sysconf("SC_CLK_TCK")
     spent = {}
     for task in os.listdir("/proc/self/task"):
@@ -71,10 +79,6 @@ def request_cpu(call):
     """`call()`'s answer and the CPU seconds the request spent: the process's CPU over the call
     less what threads already running before it (an earlier test's, say) spent meanwhile, with
     the garbage collector held off, so that only the work the request itself caused is counted."""
-    import gc
-    import threading
-    import time
-
     gc.collect()
     gc.disable()
     try:
@@ -89,32 +93,22 @@ def request_cpu(call):
     return answer, max(0.0, spent - others)
 
 
+@contextlib.contextmanager
 def database_before(admin: str, name: str, version: int):
-    """A context: a fresh database `name` on the server `admin` names, built by the migrations
-    before `version` and no further (its Database open), dropped afterwards."""
-    import contextlib
-
-    import psycopg
-
-    from db import Database
-    from db.queries import migrations, query
-
-    @contextlib.contextmanager
-    def made():
+    """A fresh database `name` on the server `admin` names, built by the migrations before
+    `version` and no further (its Database open), dropped afterwards."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with Database(psycopg.conninfo.make_conninfo(admin, dbname=name), max_size=4) as db:
+            with db.transaction() as conn:
+                conn.execute(query("create_migrations_table"))
+                for number, migration, text in migrations():
+                    if number < version:
+                        conn.execute(text)
+                        conn.execute(query("record_migration"), {"version": number, "name": migration})
+            yield db
+    finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            with Database(psycopg.conninfo.make_conninfo(admin, dbname=name), max_size=4) as db:
-                with db.transaction() as conn:
-                    conn.execute(query("create_migrations_table"))
-                    for number, migration, text in migrations():
-                        if number < version:
-                            conn.execute(text)
-                            conn.execute(query("record_migration"), {"version": number, "name": migration})
-                yield db
-        finally:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return made()

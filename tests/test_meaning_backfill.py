@@ -136,7 +136,8 @@ def test_a_database_before_the_debts_were_kept_owes_what_the_backfill_looked_for
     admin, _ = vector_server
     with database_before(admin, "passages_before_0012", 12) as db:
         store = Store(db)
-        owner = store.add_owner("alice") and store.owner_by_name("alice")["id"]
+        store.add_owner("alice")
+        owner = store.owner_by_name("alice")["id"]
         without = done_record(store, owner, LAUNCH, title="without")
         done_record(store, owner, BOBS, title="with", passages=True)
         done_record(store, owner, RUSSIAN, language="ru", title="Russian")
